@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { DestinationStream } from 'pino';
+import type { Config, SigningKey } from './config.ts';
+import type { Database } from './db/database.ts';
+import { registerErrorHandling } from './http/error-handler.ts';
+import './http/fastify-types.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import { protect } from './http/protected.ts';
+import { validatorCompiler } from './http/validation.ts';
+import type { Clock } from './lib/clock.ts';
+import { systemClock } from './lib/clock.ts';
+import { authRoutes } from './modules/auth/routes.ts';
+import { healthRoutes } from './modules/health/routes.ts';
+import { warehouseRoutes } from './modules/warehouses/routes.ts';
+import { createServices } from './services.ts';
+
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  signingKeys: SigningKey[];
+  clock?: Clock;
+  /** Where logs go (tests collect them); stdout by default. */
+  logStream?: DestinationStream;
+}
+
+/** Never in a log line: credentials, tokens, and the headers that carry them. */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  'authorization',
+  'client_secret',
+  'clientSecret',
+  'access_token',
+  '*.client_secret',
+  '*.clientSecret',
+  '*.access_token',
+  '*.authorization',
+];
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the HTTP application (no listen): plugins, error handling, routes. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, database } = deps;
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+      ...(deps.logStream ? { stream: deps.logStream } : {}),
+    },
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    // Echo a sane incoming X-Request-Id (so a merchant can correlate), otherwise make one.
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.decorate('services', createServices({ config, database, clock: deps.clock ?? systemClock, signingKeys: deps.signingKeys }));
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  registerErrorHandling(app);
+  await registerOpenApi(app);
+
+  await app.register(healthRoutes(database));
+  await app.register(authRoutes);
+  await app.register(async (api) => {
+    protect(api);
+    await api.register(warehouseRoutes);
+  });
+  return app;
+}

@@ -1,0 +1,138 @@
+/**
+ * Environment -> typed, validated configuration. Fails fast at boot with every problem listed.
+ * Every variable is documented in README.md ("Configuration").
+ */
+
+export interface Config {
+  nodeEnv: string;
+  host: string;
+  port: number;
+  databaseUrl: string;
+  databasePoolSize: number;
+  /** PostgreSQL schema to use (search_path); unset: the server's default. */
+  databaseSchema: string | undefined;
+  logLevel: string;
+  tokenTtlSeconds: number;
+  /** Signing keys for access tokens; the first one signs, all of them verify (rotation). Empty: generate and persist (not in production). */
+  tokenSigningKeys: SigningKey[];
+  signingKeysFile: string;
+  authCacheTtlMs: number;
+  quoteTtlSeconds: number;
+  paymentTtlMinutes: number;
+  currency: string;
+  maxWarehousesPerMerchant: number;
+  bodyLimitBytes: number;
+  tokenFailuresPerClient: number;
+  tokenFailuresPerAddress: number;
+  tokenFailureWindowSeconds: number;
+  idempotencyTtlHours: number;
+  trustProxy: boolean;
+}
+
+export interface SigningKey {
+  kid: string;
+  secret: Buffer;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/mds.sqlite';
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+
+  const int = (name: string, def: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return def;
+    if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+      return def;
+    }
+    return Number(raw);
+  };
+  const str = (name: string, def: string): string => {
+    const raw = env[name];
+    return raw === undefined || raw === '' ? def : raw.trim();
+  };
+
+  const nodeEnv = str('NODE_ENV', 'development');
+  const databaseUrl = str('DATABASE_URL', DEFAULT_DATABASE_URL);
+  if (!/^(sqlite:|file:|postgres:\/\/|postgresql:\/\/)/.test(databaseUrl)) {
+    problems.push(`DATABASE_URL must start with sqlite:, file:, postgres:// or postgresql://, got "${redactUrl(databaseUrl)}"`);
+  }
+
+  const logLevel = str('LOG_LEVEL', nodeEnv === 'test' ? 'silent' : 'info');
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    problems.push(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`);
+  }
+
+  const currency = str('CURRENCY', 'RUB');
+  if (!/^[A-Z]{3}$/.test(currency)) problems.push(`CURRENCY must be an ISO 4217 code such as RUB or EUR, got "${currency}"`);
+
+  let tokenSigningKeys: SigningKey[] = [];
+  try {
+    tokenSigningKeys = parseSigningKeys(str('TOKEN_SIGNING_KEYS', ''));
+  } catch (e) {
+    problems.push((e as Error).message);
+  }
+  if (nodeEnv === 'production' && tokenSigningKeys.length === 0) {
+    problems.push('TOKEN_SIGNING_KEYS is required when NODE_ENV=production (generate one with `npx mds keys generate`)');
+  }
+
+  if (env.DATABASE_SCHEMA && !/^[a-z_][a-z0-9_]{0,62}$/.test(env.DATABASE_SCHEMA.trim())) {
+    problems.push(`DATABASE_SCHEMA must be a lower-case SQL identifier, got "${env.DATABASE_SCHEMA}"`);
+  }
+
+  const trustProxyRaw = str('TRUST_PROXY', 'false');
+  if (!['true', 'false'].includes(trustProxyRaw)) problems.push(`TRUST_PROXY must be true or false, got "${trustProxyRaw}"`);
+
+  const config: Config = {
+    nodeEnv,
+    host: str('HOST', '127.0.0.1'),
+    port: int('PORT', 3000, 0, 65535),
+    databaseUrl,
+    databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+    databaseSchema: env.DATABASE_SCHEMA?.trim() || undefined,
+    logLevel,
+    tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600, 1, 86_400),
+    tokenSigningKeys,
+    signingKeysFile: str('SIGNING_KEYS_FILE', './data/signing-keys.json'),
+    authCacheTtlMs: int('AUTH_CACHE_TTL_MS', 1000, 0, 1000),
+    quoteTtlSeconds: int('QUOTE_TTL_SECONDS', 900, 1, 86_400),
+    paymentTtlMinutes: int('PAYMENT_TTL_MINUTES', 30, 1, 10_080),
+    currency,
+    maxWarehousesPerMerchant: int('MAX_WAREHOUSES_PER_MERCHANT', 1000, 1, 100_000),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 65_536, 1024, 10_485_760),
+    tokenFailuresPerClient: int('TOKEN_FAILURES_PER_CLIENT', 10, 1, 1_000_000),
+    tokenFailuresPerAddress: int('TOKEN_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
+    tokenFailureWindowSeconds: int('TOKEN_FAILURE_WINDOW_SECONDS', 60, 1, 86_400),
+    idempotencyTtlHours: int('IDEMPOTENCY_TTL_HOURS', 24, 24, 8760),
+    trustProxy: trustProxyRaw === 'true',
+  };
+
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+  return config;
+}
+
+/** "kid1:BASE64URL,kid2:BASE64URL"; each secret at least 32 bytes. */
+export function parseSigningKeys(raw: string): SigningKey[] {
+  if (raw === '') return [];
+  const keys = raw.split(',').map((part) => {
+    const m = /^([A-Za-z0-9_-]{1,64}):([A-Za-z0-9_-]+={0,2})$/.exec(part.trim());
+    if (!m) throw new Error('TOKEN_SIGNING_KEYS must look like "kid:base64url-secret[,kid2:secret2]"');
+    const secret = Buffer.from(m[2], 'base64url');
+    if (secret.length < 32) throw new Error(`TOKEN_SIGNING_KEYS: key "${m[1]}" must be at least 32 bytes (43 base64url characters)`);
+    return { kid: m[1], secret };
+  });
+  if (new Set(keys.map((k) => k.kid)).size !== keys.length) throw new Error('TOKEN_SIGNING_KEYS: key ids must be unique');
+  return keys;
+}
+
+/** A database URL without its password, safe for logs and error messages. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+}

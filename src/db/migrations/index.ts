@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely/migration';
+import type { Dialect } from '../database.ts';
+import { initial } from './001_initial.ts';
+
+/** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
+export function allMigrations(dialect: Dialect): Record<string, Migration> {
+  return {
+    '2026-11-21-001-initial': initial(dialect),
+  };
+}

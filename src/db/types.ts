@@ -1,0 +1,116 @@
+import type { Generated, Kysely, Transaction } from 'kysely';
+
+/** Row types. Times are epoch milliseconds (bigint in PostgreSQL, integer in SQLite); money is integer minor units. */
+export interface MerchantsTable {
+  id: string;
+  name: string;
+  balance: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface CredentialsTable {
+  id: string;
+  client_id: string;
+  merchant_id: string;
+  secret_hash: string;
+  status: 'ACTIVE' | 'REVOKED';
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface LedgerEntriesTable {
+  id: string;
+  merchant_id: string;
+  kind: 'TOP_UP' | 'CHARGE' | 'REFUND';
+  amount: number; // signed: a charge is negative
+  balance_after: number;
+  transfer_id: string | null;
+  note: string | null;
+  created_at: number;
+}
+
+export interface WarehousesTable {
+  id: string;
+  merchant_id: string;
+  name: string;
+  name_int: string | null;
+  status: 'ACTIVE' | 'DISABLED';
+  address: string;
+  contact_phone: string | null;
+  contact_email: string | null;
+  location_metadata: string; // JSON
+  lat: number;
+  lng: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface TariffsTable {
+  version: number;
+  document: string; // JSON, validated against the tariff schema before it is stored
+  created_at: number;
+}
+
+export interface QuotesTable {
+  id: string;
+  merchant_id: string;
+  warehouse_id: string;
+  transfer_id: string;
+  event_id: string;
+  status: 'pending' | 'consumed';
+  tariff_version: number;
+  currency: string;
+  request: string; // JSON: destination, parcel and flags as requested
+  pickup: string; // JSON: the warehouse as it was when quoted
+  products: string; // JSON: products with frozen prices
+  expires_at: number;
+  created_at: number;
+  consumed_at: number | null;
+}
+
+export interface TransfersTable {
+  id: string;
+  merchant_id: string;
+  quote_id: string;
+  warehouse_id: string;
+  product_key: string;
+  state: string;
+  source: string;
+  transfer_code: string;
+  tracking_code: string;
+  total_amount: number;
+  currency: string;
+  payment_ttl_minutes: number;
+  payment_expires_at: number;
+  details: string; // JSON: addresses, locations, metadata, recipient, sender, parcel
+  created_at: number;
+  updated_at: number;
+}
+
+export interface IdempotencyKeysTable {
+  merchant_id: string;
+  idempotency_key: string;
+  request_hash: string;
+  state: 'IN_PROGRESS' | 'DONE';
+  response_status: number | null;
+  response_headers: string | null; // JSON
+  response_body: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DB {
+  merchants: MerchantsTable;
+  credentials: CredentialsTable;
+  ledger_entries: LedgerEntriesTable;
+  warehouses: WarehousesTable;
+  tariffs: TariffsTable;
+  quotes: QuotesTable;
+  transfers: TransfersTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+/** Repositories take either the database or an open transaction. */
+export type Db = Kysely<DB> | Transaction<DB>;
+export type { Generated };

@@ -1,0 +1,87 @@
+/**
+ * The one error type of the service. Services throw AppError with a code; the error handler
+ * (http/error-handler.ts) turns it into an application/problem+json response (RFC 9457).
+ */
+
+export const ERRORS = {
+  VALIDATION_FAILED: { status: 400, title: 'Request validation failed' },
+  INVALID_REQUEST: { status: 400, title: 'Invalid token request' },
+  UNSUPPORTED_GRANT_TYPE: { status: 400, title: 'Unsupported grant type' },
+  INVALID_CLIENT: { status: 401, title: 'Client authentication failed' },
+  MISSING_ACCESS_TOKEN: { status: 401, title: 'Missing access token' },
+  ACCESS_TOKEN_EXPIRED: { status: 401, title: 'Access token expired' },
+  INVALID_ACCESS_TOKEN: { status: 401, title: 'Invalid access token' },
+  CREDENTIALS_NOT_FOUND: { status: 401, title: 'Credentials not found' },
+  CREDENTIALS_REVOKED: { status: 401, title: 'Credentials revoked' },
+  INSUFFICIENT_BALANCE: { status: 402, title: 'Insufficient balance' },
+  ROUTE_NOT_FOUND: { status: 404, title: 'No such endpoint' },
+  WAREHOUSE_NOT_FOUND: { status: 404, title: 'Warehouse not found' },
+  QUOTE_NOT_FOUND: { status: 404, title: 'Quote not found' },
+  TRANSFER_NOT_FOUND: { status: 404, title: 'Transfer not found' },
+  QUOTE_ALREADY_USED: { status: 409, title: 'Quote already used' },
+  IDEMPOTENCY_KEY_IN_USE: { status: 409, title: 'Idempotency key in use' },
+  WAREHOUSE_LIMIT_REACHED: { status: 422, title: 'Warehouse limit reached' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
+  QUOTE_EXPIRED: { status: 422, title: 'Quote expired' },
+  PRODUCT_NOT_AVAILABLE: { status: 422, title: 'Product not available' },
+  WAREHOUSE_DISABLED: { status: 422, title: 'Warehouse disabled' },
+  OUT_OF_SERVICE_AREA: { status: 422, title: 'Destination out of service area' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency key reused' },
+  RATE_LIMITED: { status: 429, title: 'Too many requests' },
+  INTERNAL_ERROR: { status: 500, title: 'Internal error' },
+  SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+export interface ErrorOptions {
+  /** Validation problems, each with a JSON pointer into the request. */
+  errors?: FieldError[];
+  /** Extra members of the problem body (e.g. transferId, RFC 6749 error). */
+  extra?: Record<string, unknown>;
+  /** Extra response headers (WWW-Authenticate, Retry-After). */
+  headers?: Record<string, string>;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly detail: string;
+  readonly options: ErrorOptions;
+  constructor(code: ErrorCode, detail: string, options: ErrorOptions = {}) {
+    super(`${code}: ${detail}`);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.detail = detail;
+    this.options = options;
+  }
+}
+
+export interface Problem {
+  type: ErrorCode;
+  title: string;
+  status: number;
+  detail: string;
+  requestId: string;
+  errors?: FieldError[];
+  [extra: string]: unknown;
+}
+
+export function toProblem(err: AppError, requestId: string): Problem {
+  return {
+    type: err.code,
+    title: ERRORS[err.code].title,
+    status: err.status,
+    detail: err.detail,
+    requestId,
+    ...(err.options.errors ? { errors: err.options.errors } : {}),
+    ...err.options.extra,
+  };
+}

@@ -1,0 +1,14 @@
+import type { Principal } from '../modules/auth/auth-service.ts';
+import type { Services } from '../services.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+  interface FastifyRequest {
+    /** The authenticated merchant; set by the auth hook on every protected route. */
+    principal: Principal;
+    /** Set when the request carries an Idempotency-Key that this request now owns. */
+    idempotencyKey: string | undefined;
+  }
+}

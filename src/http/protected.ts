@@ -1,0 +1,55 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sha256, stableStringify } from '../lib/stable-json.ts';
+import { AppError } from './errors.ts';
+
+const KEY = /^[\x21-\x7e]{1,255}$/; // printable ASCII, no spaces
+
+/**
+ * Hooks for every route that needs a bearer token: authenticate first (before the body is even
+ * parsed), then, on POSTs with an Idempotency-Key, replay or claim the key.
+ */
+export function protect(app: FastifyInstance): void {
+  app.decorateRequest('principal', undefined as never);
+  app.decorateRequest('idempotencyKey', undefined);
+
+  app.addHook('onRequest', async (request) => {
+    request.principal = await app.services.auth.authenticate(request.headers.authorization);
+  });
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.method !== 'POST') return;
+    const key = request.headers['idempotency-key'];
+    if (key === undefined) return;
+    if (typeof key !== 'string' || !KEY.test(key)) {
+      throw new AppError('VALIDATION_FAILED', 'Idempotency-Key must be 1 to 255 printable ASCII characters', {
+        errors: [{ path: '/headers/idempotency-key', message: 'must be 1 to 255 printable ASCII characters' }],
+      });
+    }
+    // Validation already ran, so the body is well-formed; key order does not change the fingerprint.
+    const fingerprint = sha256(`${request.method} ${request.url}\n${stableStringify(request.body ?? null)}`);
+    const result = await app.services.idempotency.begin(request.principal.merchantId, key, fingerprint);
+    if (result.kind === 'replay') {
+      const { status, headers, body } = result.response;
+      return reply.code(status).headers(headers).header('idempotent-replayed', 'true').send(body);
+    }
+    request.idempotencyKey = key;
+  });
+
+  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload) => {
+    const key = request.idempotencyKey;
+    if (key === undefined) return payload;
+    request.idempotencyKey = undefined;
+    const merchantId = request.principal.merchantId;
+    if (reply.statusCode >= 500) {
+      await app.services.idempotency.release(merchantId, key);
+    } else {
+      const headers: Record<string, string> = {};
+      for (const name of ['content-type', 'location']) {
+        const v = reply.getHeader(name);
+        if (v !== undefined) headers[name] = String(v);
+      }
+      await app.services.idempotency.complete(merchantId, key, { status: reply.statusCode, headers, body: String(payload ?? '') });
+    }
+    return payload;
+  });
+}

@@ -1,0 +1,122 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/types.ts';
+import { AppError } from '../../http/errors.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { credentialsRepository } from './credentials-repository.ts';
+import { hashSecret } from './credentials-service.ts';
+import type { FailureLimiter } from './rate-limit.ts';
+import type { TokenSigner } from './tokens.ts';
+
+export interface Principal {
+  merchantId: string;
+  clientId: string;
+}
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+}
+
+const REALM = 'merchant-delivery';
+// Compared against when the client id is unknown, so that case costs the same as a wrong secret.
+const DUMMY_HASH = hashSecret('no-such-client');
+
+const bearerChallenge = (error?: string, description?: string): string =>
+  error ? `Bearer realm="${REALM}", error="${error}", error_description="${description}"` : `Bearer realm="${REALM}"`;
+
+export interface AuthServiceOptions {
+  db: Kysely<DB>;
+  clock: Clock;
+  signer: TokenSigner;
+  /** How long a credential's status may be served from memory (0 to 1000 ms). */
+  cacheTtlMs: number;
+  clientLimiter: FailureLimiter;
+  addressLimiter: FailureLimiter;
+}
+
+type CachedCredential = { merchantId: string; status: 'ACTIVE' | 'REVOKED' } | null;
+
+export class AuthService {
+  readonly #o: AuthServiceOptions;
+  readonly #cache = new Map<string, { value: CachedCredential; until: number }>();
+  constructor(options: AuthServiceOptions) {
+    this.#o = options;
+  }
+
+  /** Client credentials grant (RFC 6749 4.4). Failed attempts count against the client and the address. */
+  async issueToken(clientId: string, clientSecret: string, address: string): Promise<TokenResponse> {
+    const wait = Math.max(this.#o.clientLimiter.retryAfter(clientId), this.#o.addressLimiter.retryAfter(address));
+    if (wait > 0) {
+      throw new AppError('RATE_LIMITED', `Too many failed token requests; retry in ${wait} s`, {
+        headers: { 'retry-after': String(wait) },
+        extra: { error: 'invalid_request', error_description: 'Too many failed token requests' },
+      });
+    }
+    const credential = await credentialsRepository.findByClientId(this.#o.db, clientId);
+    const presented = Buffer.from(hashSecret(clientSecret), 'hex');
+    const expected = Buffer.from(credential?.secret_hash ?? DUMMY_HASH, 'hex');
+    const secretMatches = timingSafeEqual(presented, expected);
+    if (!credential || !secretMatches || credential.status !== 'ACTIVE') {
+      this.#o.clientLimiter.recordFailure(clientId);
+      this.#o.addressLimiter.recordFailure(address);
+      const detail = credential && secretMatches ? 'The client credentials have been revoked' : 'Unknown client or wrong client secret';
+      throw invalidClient(detail);
+    }
+    const access_token = await this.#o.signer.sign({ merchantId: credential.merchant_id, clientId });
+    return { access_token, token_type: 'Bearer', expires_in: this.#o.signer.ttlSeconds };
+  }
+
+  /** Resolves the Authorization header of a protected request to the merchant, or throws one of the five auth errors. */
+  async authenticate(authorization: string | undefined): Promise<Principal> {
+    const m = authorization ? /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization) : null;
+    if (!m) {
+      throw new AppError('MISSING_ACCESS_TOKEN', 'Send the header Authorization: Bearer <access_token>', {
+        headers: { 'www-authenticate': bearerChallenge() },
+      });
+    }
+    const result = await this.#o.signer.verify(m[1]);
+    if (!result.ok) {
+      if (result.reason === 'expired') {
+        throw tokenError('ACCESS_TOKEN_EXPIRED', 'The access token has expired; obtain a new one and retry once');
+      }
+      throw tokenError('INVALID_ACCESS_TOKEN', 'The access token cannot be verified');
+    }
+    const { merchantId, clientId } = result.claims;
+    const credential = await this.#credential(clientId);
+    if (!credential) throw tokenError('CREDENTIALS_NOT_FOUND', 'The credentials this token was issued for no longer exist');
+    if (credential.merchantId !== merchantId) throw tokenError('INVALID_ACCESS_TOKEN', 'The access token has an invalid payload');
+    if (credential.status !== 'ACTIVE') throw tokenError('CREDENTIALS_REVOKED', 'The credentials this token was issued for have been revoked');
+    return { merchantId, clientId };
+  }
+
+  /** Drops a credential from this instance's cache (called on revoke/delete). Other instances see it within cacheTtlMs. */
+  forget(clientId: string): void {
+    this.#cache.delete(clientId);
+  }
+
+  async #credential(clientId: string): Promise<CachedCredential> {
+    const now = Date.now(); // cache age is wall time, not the (test-movable) business clock
+    const hit = this.#cache.get(clientId);
+    if (hit && hit.until > now) return hit.value;
+    const row = await credentialsRepository.findByClientId(this.#o.db, clientId);
+    const value: CachedCredential = row ? { merchantId: row.merchant_id, status: row.status } : null;
+    if (this.#o.cacheTtlMs > 0) {
+      if (this.#cache.size > 10_000) this.#cache.clear();
+      this.#cache.set(clientId, { value, until: now + this.#o.cacheTtlMs });
+    }
+    return value;
+  }
+}
+
+function tokenError(code: 'ACCESS_TOKEN_EXPIRED' | 'INVALID_ACCESS_TOKEN' | 'CREDENTIALS_NOT_FOUND' | 'CREDENTIALS_REVOKED', detail: string) {
+  return new AppError(code, detail, { headers: { 'www-authenticate': bearerChallenge('invalid_token', detail) } });
+}
+
+export function invalidClient(detail: string): AppError {
+  return new AppError('INVALID_CLIENT', detail, {
+    headers: { 'www-authenticate': `Basic realm="${REALM}"` },
+    extra: { error: 'invalid_client', error_description: detail },
+  });
+}

@@ -1,0 +1,44 @@
+import type { Clock } from '../../lib/clock.ts';
+
+/**
+ * Counts failed token attempts per key (client id, remote address) in a fixed window. Only failures
+ * count, so a well-behaved client is never slowed. In memory, per instance: with N instances an
+ * attacker gets at most N times the limit (documented in README).
+ */
+export class FailureLimiter {
+  readonly #limit: number;
+  readonly #windowMs: number;
+  readonly #clock: Clock;
+  readonly #windows = new Map<string, { count: number; resetAt: number }>();
+
+  constructor(limit: number, windowMs: number, clock: Clock) {
+    this.#limit = limit;
+    this.#windowMs = windowMs;
+    this.#clock = clock;
+  }
+
+  /** Seconds until the key may try again, or 0 if it may try now. */
+  retryAfter(key: string): number {
+    const w = this.#windows.get(key);
+    const now = this.#clock.now();
+    if (!w || w.resetAt <= now || w.count < this.#limit) return 0;
+    return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
+  }
+
+  recordFailure(key: string): void {
+    const now = this.#clock.now();
+    const w = this.#windows.get(key);
+    if (!w || w.resetAt <= now) {
+      if (this.#windows.size >= 100_000) this.#sweep(now);
+      this.#windows.set(key, { count: 1, resetAt: now + this.#windowMs });
+    } else {
+      w.count++;
+    }
+  }
+
+  #sweep(now: number): void {
+    for (const [k, w] of this.#windows) if (w.resetAt <= now) this.#windows.delete(k);
+    // Still full (a flood of distinct keys): forget the oldest rather than grow without bound.
+    if (this.#windows.size >= 100_000) this.#windows.clear();
+  }
+}

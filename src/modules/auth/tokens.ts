@@ -1,0 +1,63 @@
+import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import type { SigningKey } from '../../config.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+
+/**
+ * Access tokens are HS256 JWTs (algorithm pinned). The token carries the merchant and the client id;
+ * whether that credential still exists and is active is checked on every request (auth-service.ts),
+ * so revocation does not wait for expiry. See README "Tokens" for why JWT and not opaque tokens.
+ */
+const ISSUER = 'merchant-delivery-service';
+const ALG = 'HS256';
+
+export interface TokenClaims {
+  merchantId: string;
+  clientId: string;
+}
+
+export type VerifyResult = { ok: true; claims: TokenClaims } | { ok: false; reason: 'expired' | 'invalid' };
+
+export class TokenSigner {
+  readonly #keys: SigningKey[];
+  readonly #clock: Clock;
+  readonly ttlSeconds: number;
+  constructor(keys: SigningKey[], clock: Clock, ttlSeconds: number) {
+    if (keys.length === 0) throw new Error('at least one signing key is required');
+    this.#keys = keys;
+    this.#clock = clock;
+    this.ttlSeconds = ttlSeconds;
+  }
+
+  async sign(claims: TokenClaims): Promise<string> {
+    const [key] = this.#keys;
+    const now = Math.floor(this.#clock.now() / 1000);
+    return new SignJWT({ cid: claims.clientId })
+      .setProtectedHeader({ alg: ALG, kid: key.kid, typ: 'at+jwt' })
+      .setIssuer(ISSUER)
+      .setSubject(claims.merchantId)
+      .setIssuedAt(now)
+      .setExpirationTime(now + this.ttlSeconds)
+      .setJti(newId())
+      .sign(key.secret);
+  }
+
+  async verify(token: string): Promise<VerifyResult> {
+    try {
+      const { payload } = await jwtVerify(
+        token,
+        (header) => {
+          const key = this.#keys.find((k) => k.kid === header.kid);
+          if (!key) throw new joseErrors.JWSSignatureVerificationFailed();
+          return key.secret;
+        },
+        { algorithms: [ALG], issuer: ISSUER, currentDate: new Date(this.#clock.now()), clockTolerance: 0, typ: 'at+jwt' },
+      );
+      if (typeof payload.sub !== 'string' || typeof payload.cid !== 'string') return { ok: false, reason: 'invalid' };
+      return { ok: true, claims: { merchantId: payload.sub, clientId: payload.cid } };
+    } catch (err) {
+      // Signature is checked before claims, so a forged token never reports "expired".
+      return { ok: false, reason: err instanceof joseErrors.JWTExpired ? 'expired' : 'invalid' };
+    }
+  }
+}

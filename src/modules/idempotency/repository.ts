@@ -1,0 +1,62 @@
+import type { Db, IdempotencyKeysTable } from '../../db/types.ts';
+
+export type IdempotencyRow = IdempotencyKeysTable;
+
+export const idempotencyRepository = {
+  /** Claims the key; false if a row for it exists already. */
+  async claim(db: Db, row: IdempotencyRow): Promise<boolean> {
+    const r = await db
+      .insertInto('idempotency_keys')
+      .values(row)
+      .onConflict((oc) => oc.columns(['merchant_id', 'idempotency_key']).doNothing())
+      .executeTakeFirst();
+    return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  },
+
+  async find(db: Db, merchantId: string, key: string): Promise<IdempotencyRow | undefined> {
+    return db.selectFrom('idempotency_keys').selectAll().where('merchant_id', '=', merchantId).where('idempotency_key', '=', key).executeTakeFirst();
+  },
+
+  /** Takes over an abandoned or expired row, only if it is still the one we looked at. */
+  async takeOver(db: Db, old: IdempotencyRow, requestHash: string, now: number): Promise<boolean> {
+    const r = await db
+      .updateTable('idempotency_keys')
+      .set({
+        request_hash: requestHash,
+        state: 'IN_PROGRESS',
+        response_status: null,
+        response_headers: null,
+        response_body: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .where('merchant_id', '=', old.merchant_id)
+      .where('idempotency_key', '=', old.idempotency_key)
+      .where('updated_at', '=', old.updated_at)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  },
+
+  async complete(db: Db, merchantId: string, key: string, status: number, headers: string, body: string, now: number): Promise<void> {
+    await db
+      .updateTable('idempotency_keys')
+      .set({ state: 'DONE', response_status: status, response_headers: headers, response_body: body, updated_at: now })
+      .where('merchant_id', '=', merchantId)
+      .where('idempotency_key', '=', key)
+      .execute();
+  },
+
+  async release(db: Db, merchantId: string, key: string): Promise<void> {
+    await db
+      .deleteFrom('idempotency_keys')
+      .where('merchant_id', '=', merchantId)
+      .where('idempotency_key', '=', key)
+      .where('state', '=', 'IN_PROGRESS')
+      .execute();
+  },
+
+  async deleteOlderThan(db: Db, before: number): Promise<number> {
+    const r = await db.deleteFrom('idempotency_keys').where('created_at', '<', before).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  },
+};

@@ -1,0 +1,87 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/types.ts';
+import { AppError } from '../../http/errors.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { idempotencyRepository } from './repository.ts';
+
+export interface StoredResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export type BeginResult = { kind: 'proceed' } | { kind: 'replay'; response: StoredResponse };
+
+/** A request still IN_PROGRESS after this long is taken to have died (crash, lost connection) and may be retried. */
+const ABANDONED_AFTER_MS = 60_000;
+
+/**
+ * Idempotency-Key with Stripe's semantics, scoped per merchant: the first request with a key runs and
+ * its response is stored; the same key with the same request replays that response; with another
+ * request it is IDEMPOTENCY_KEY_REUSED; while the first is still running, IDEMPOTENCY_KEY_IN_USE.
+ * Keys live IDEMPOTENCY_TTL_HOURS (at least 24 h).
+ */
+export class IdempotencyService {
+  readonly #db: Kysely<DB>;
+  readonly #clock: Clock;
+  readonly #ttlMs: number;
+  #lastSweep = 0;
+  constructor(db: Kysely<DB>, clock: Clock, ttlHours: number) {
+    this.#db = db;
+    this.#clock = clock;
+    this.#ttlMs = ttlHours * 3_600_000;
+  }
+
+  async begin(merchantId: string, key: string, requestHash: string): Promise<BeginResult> {
+    const now = this.#clock.now();
+    await this.#sweep(now);
+    const fresh = {
+      merchant_id: merchantId,
+      idempotency_key: key,
+      request_hash: requestHash,
+      state: 'IN_PROGRESS' as const,
+      response_status: null,
+      response_headers: null,
+      response_body: null,
+      created_at: now,
+      updated_at: now,
+    };
+    if (await idempotencyRepository.claim(this.#db, fresh)) return { kind: 'proceed' };
+
+    const existing = await idempotencyRepository.find(this.#db, merchantId, key);
+    if (!existing) return this.begin(merchantId, key, requestHash); // deleted between our two statements
+    const expired = existing.created_at <= now - this.#ttlMs;
+    const abandoned = existing.state === 'IN_PROGRESS' && existing.updated_at <= now - ABANDONED_AFTER_MS;
+    if (expired || abandoned) {
+      if (await idempotencyRepository.takeOver(this.#db, existing, requestHash, now)) return { kind: 'proceed' };
+      return this.begin(merchantId, key, requestHash);
+    }
+    if (existing.request_hash !== requestHash) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request; use a new key for a new request');
+    }
+    if (existing.state === 'IN_PROGRESS') {
+      throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still being processed; retry shortly', {
+        headers: { 'retry-after': '1' },
+      });
+    }
+    return {
+      kind: 'replay',
+      response: { status: existing.response_status ?? 200, headers: JSON.parse(existing.response_headers ?? '{}'), body: existing.response_body ?? '' },
+    };
+  }
+
+  async complete(merchantId: string, key: string, response: StoredResponse): Promise<void> {
+    await idempotencyRepository.complete(this.#db, merchantId, key, response.status, JSON.stringify(response.headers), response.body, this.#clock.now());
+  }
+
+  /** The request failed in a way worth retrying (5xx): forget the key so a retry runs again. */
+  async release(merchantId: string, key: string): Promise<void> {
+    await idempotencyRepository.release(this.#db, merchantId, key);
+  }
+
+  async #sweep(now: number): Promise<void> {
+    if (now - this.#lastSweep < 60_000) return;
+    this.#lastSweep = now;
+    await idempotencyRepository.deleteOlderThan(this.#db, now - this.#ttlMs);
+  }
+}

@@ -1,0 +1,48 @@
+import type { Db, LedgerEntriesTable, MerchantsTable } from '../../db/types.ts';
+
+export type MerchantRow = MerchantsTable;
+export type LedgerRow = LedgerEntriesTable;
+
+export const merchantsRepository = {
+  async insert(db: Db, row: MerchantRow): Promise<void> {
+    await db.insertInto('merchants').values(row).execute();
+  },
+
+  async find(db: Db, id: string): Promise<MerchantRow | undefined> {
+    return db.selectFrom('merchants').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
+  async list(db: Db): Promise<MerchantRow[]> {
+    return db.selectFrom('merchants').selectAll().orderBy('id').execute();
+  },
+
+  /** Adds to the balance (negative to charge). Returns the new balance, or undefined if it would go below zero. */
+  async adjustBalance(db: Db, merchantId: string, delta: number, at: number): Promise<number | undefined> {
+    // The WHERE makes the check and the write one atomic statement on both stores; the CHECK constraint backs it.
+    const row = await db
+      .updateTable('merchants')
+      .set((eb) => ({ balance: eb('balance', '+', delta), updated_at: at }))
+      .where('id', '=', merchantId)
+      .where((eb) => eb('balance', '+', delta), '>=', 0)
+      .returning('balance')
+      .executeTakeFirst();
+    return row?.balance;
+  },
+
+  async insertLedgerEntry(db: Db, row: LedgerRow): Promise<void> {
+    await db.insertInto('ledger_entries').values(row).execute();
+  },
+
+  async ledger(db: Db, merchantId: string): Promise<LedgerRow[]> {
+    return db.selectFrom('ledger_entries').selectAll().where('merchant_id', '=', merchantId).orderBy('id').execute();
+  },
+
+  async ledgerSum(db: Db, merchantId: string): Promise<number> {
+    const row = await db
+      .selectFrom('ledger_entries')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('amount'), eb.lit(0)).as('total'))
+      .where('merchant_id', '=', merchantId)
+      .executeTakeFirstOrThrow();
+    return Number(row.total);
+  },
+};

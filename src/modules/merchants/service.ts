@@ -1,0 +1,128 @@
+import type { Kysely } from 'kysely';
+import { inTransaction } from '../../db/transaction.ts';
+import type { DB, Db } from '../../db/types.ts';
+import { AppError } from '../../http/errors.ts';
+import { type Clock, iso } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+import { formatMinor } from '../../lib/money.ts';
+import type { CredentialsService, IssuedCredential } from '../auth/credentials-service.ts';
+import { type LedgerRow, type MerchantRow, merchantsRepository } from './repository.ts';
+
+export interface MerchantView {
+  id: string;
+  name: string;
+  balance: string;
+  balanceMinor: number;
+  currency: string;
+  createdAt: string;
+}
+
+export interface LedgerEntryView {
+  id: string;
+  kind: LedgerRow['kind'];
+  amount: string;
+  amountMinor: number;
+  balanceAfter: string;
+  transferId: string | null;
+  note: string | null;
+  createdAt: string;
+}
+
+/** Merchants and their money. Every balance change writes a ledger entry in the same transaction. */
+export class MerchantsService {
+  readonly #db: Kysely<DB>;
+  readonly #clock: Clock;
+  readonly #credentials: CredentialsService;
+  readonly #currency: string;
+  constructor(db: Kysely<DB>, clock: Clock, credentials: CredentialsService, currency: string) {
+    this.#db = db;
+    this.#clock = clock;
+    this.#credentials = credentials;
+    this.#currency = currency;
+  }
+
+  /** Creates a merchant with a first credential set and an optional opening balance (a TOP_UP entry). */
+  async create(name: string, openingBalanceMinor = 0): Promise<{ merchant: MerchantView; credential: IssuedCredential }> {
+    const trimmed = name.trim();
+    if (trimmed === '' || trimmed.length > 200) throw new AppError('VALIDATION_FAILED', 'Merchant name must be 1 to 200 characters');
+    return inTransaction(this.#db, async (trx) => {
+      const now = this.#clock.now();
+      const row: MerchantRow = { id: newId(), name: trimmed, balance: 0, created_at: now, updated_at: now };
+      await merchantsRepository.insert(trx, row);
+      if (openingBalanceMinor > 0) row.balance = await this.#credit(trx, row.id, openingBalanceMinor, 'opening balance');
+      const credential = await this.#credentials.issue(row.id, trx);
+      return { merchant: this.#view(row), credential };
+    });
+  }
+
+  async list(): Promise<MerchantView[]> {
+    return (await merchantsRepository.list(this.#db)).map((r) => this.#view(r));
+  }
+
+  async get(merchantId: string): Promise<MerchantView> {
+    return this.#view(await this.#require(this.#db, merchantId));
+  }
+
+  async topUp(merchantId: string, amountMinor: number, note?: string): Promise<MerchantView> {
+    if (!Number.isSafeInteger(amountMinor) || amountMinor <= 0) throw new AppError('VALIDATION_FAILED', 'Top-up amount must be positive');
+    return inTransaction(this.#db, async (trx) => {
+      const row = await this.#require(trx, merchantId);
+      row.balance = await this.#credit(trx, merchantId, amountMinor, note ?? null);
+      return this.#view(row);
+    });
+  }
+
+  async ledger(merchantId: string): Promise<{ merchant: MerchantView; entries: LedgerEntryView[]; ledgerSum: string }> {
+    const merchant = await this.get(merchantId);
+    const entries = await merchantsRepository.ledger(this.#db, merchantId);
+    const sum = entries.reduce((s, e) => s + e.amount, 0);
+    return {
+      merchant,
+      ledgerSum: formatMinor(sum),
+      entries: entries.map((e) => ({
+        id: e.id,
+        kind: e.kind,
+        amount: formatMinor(e.amount),
+        amountMinor: e.amount,
+        balanceAfter: formatMinor(e.balance_after),
+        transferId: e.transfer_id,
+        note: e.note,
+        createdAt: iso(e.created_at),
+      })),
+    };
+  }
+
+  async #credit(trx: Db, merchantId: string, amountMinor: number, note: string | null): Promise<number> {
+    const now = this.#clock.now();
+    const balance = await merchantsRepository.adjustBalance(trx, merchantId, amountMinor, now);
+    if (balance === undefined) throw new AppError('VALIDATION_FAILED', `No merchant ${merchantId}`);
+    await merchantsRepository.insertLedgerEntry(trx, {
+      id: newId(),
+      merchant_id: merchantId,
+      kind: 'TOP_UP',
+      amount: amountMinor,
+      balance_after: balance,
+      transfer_id: null,
+      note,
+      created_at: now,
+    });
+    return balance;
+  }
+
+  async #require(db: Db, merchantId: string): Promise<MerchantRow> {
+    const row = await merchantsRepository.find(db, merchantId);
+    if (!row) throw new AppError('VALIDATION_FAILED', `No merchant ${merchantId}`);
+    return row;
+  }
+
+  #view(r: MerchantRow): MerchantView {
+    return {
+      id: r.id,
+      name: r.name,
+      balance: formatMinor(r.balance),
+      balanceMinor: r.balance,
+      currency: this.#currency,
+      createdAt: iso(r.created_at),
+    };
+  }
+}

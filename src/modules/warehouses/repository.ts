@@ -1,0 +1,34 @@
+import type { Db, WarehousesTable } from '../../db/types.ts';
+
+export type WarehouseRow = WarehousesTable;
+
+/** Every query is scoped to the merchant: a row of another merchant is indistinguishable from a missing one. */
+export const warehousesRepository = {
+  async insert(db: Db, row: WarehouseRow): Promise<void> {
+    await db.insertInto('warehouses').values(row).execute();
+  },
+
+  async find(db: Db, merchantId: string, id: string): Promise<WarehouseRow | undefined> {
+    return db.selectFrom('warehouses').selectAll().where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
+  },
+
+  async list(db: Db, merchantId: string, opts: { status?: string; afterId?: string; limit: number }): Promise<WarehouseRow[]> {
+    let q = db.selectFrom('warehouses').selectAll().where('merchant_id', '=', merchantId);
+    if (opts.status) q = q.where('status', '=', opts.status as WarehouseRow['status']);
+    if (opts.afterId) q = q.where('id', '>', opts.afterId);
+    return q.orderBy('id').limit(opts.limit).execute();
+  },
+
+  async count(db: Db, merchantId: string): Promise<number> {
+    const r = await db
+      .selectFrom('warehouses')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('merchant_id', '=', merchantId)
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  },
+
+  async update(db: Db, merchantId: string, id: string, changes: Omit<WarehouseRow, 'id' | 'merchant_id' | 'created_at'>): Promise<WarehouseRow | undefined> {
+    return db.updateTable('warehouses').set(changes).where('merchant_id', '=', merchantId).where('id', '=', id).returningAll().executeTakeFirst();
+  },
+};

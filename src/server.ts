@@ -1,0 +1,41 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import type { Config } from './config.ts';
+import { type Database, migrateToLatest, openDatabase } from './db/database.ts';
+import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  database: Database;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Opens the database (migrating the embedded default), builds the app and listens. */
+export async function startServer(config: Config): Promise<RunningServer> {
+  let app: FastifyInstance | undefined;
+  const database = openDatabase({
+    url: config.databaseUrl,
+    poolSize: config.databasePoolSize,
+    schema: config.databaseSchema,
+    onPoolError: (err) =>
+      app?.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'database connection lost; it will reconnect'),
+  });
+  if (database.dialect === 'sqlite') await migrateToLatest(database);
+  app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config) });
+  // Idle keep-alive connections outlive a typical load balancer's 60 s idle timeout, so it never reuses a closed one.
+  app.server.keepAliveTimeout = 65_000;
+  app.server.requestTimeout = 30_000;
+  const url = await app.listen({ port: config.port, host: config.host });
+  app.log.info({ database: database.describe, dialect: database.dialect }, `ready: ${url} (API docs at ${url}/docs)`);
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      await app.close(); // stops accepting, lets in-flight requests finish
+      await database.close();
+    })();
+    return stopping;
+  };
+  return { app, database, url, stop };
+}

@@ -1,0 +1,47 @@
+import type { Config, SigningKey } from './config.ts';
+import type { Database } from './db/database.ts';
+import type { Clock } from './lib/clock.ts';
+import { AuthService } from './modules/auth/auth-service.ts';
+import { CredentialsService } from './modules/auth/credentials-service.ts';
+import { FailureLimiter } from './modules/auth/rate-limit.ts';
+import { TokenSigner } from './modules/auth/tokens.ts';
+import { IdempotencyService } from './modules/idempotency/service.ts';
+import { MerchantsService } from './modules/merchants/service.ts';
+import { WarehousesService } from './modules/warehouses/service.ts';
+
+export interface Services {
+  auth: AuthService;
+  credentials: CredentialsService;
+  merchants: MerchantsService;
+  warehouses: WarehousesService;
+  idempotency: IdempotencyService;
+}
+
+export interface ServiceDeps {
+  config: Config;
+  database: Database;
+  clock: Clock;
+  signingKeys: SigningKey[];
+}
+
+/** Wires every service from config, database and clock. The HTTP app and the CLI share this. */
+export function createServices({ config, database, clock, signingKeys }: ServiceDeps): Services {
+  const { db } = database;
+  const windowMs = config.tokenFailureWindowSeconds * 1000;
+  const auth = new AuthService({
+    db,
+    clock,
+    signer: new TokenSigner(signingKeys, clock, config.tokenTtlSeconds),
+    cacheTtlMs: config.authCacheTtlMs,
+    clientLimiter: new FailureLimiter(config.tokenFailuresPerClient, windowMs, clock),
+    addressLimiter: new FailureLimiter(config.tokenFailuresPerAddress, windowMs, clock),
+  });
+  const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId));
+  return {
+    auth,
+    credentials,
+    merchants: new MerchantsService(db, clock, credentials, config.currency),
+    warehouses: new WarehousesService(db, clock, config.maxWarehousesPerMerchant),
+    idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours),
+  };
+}
