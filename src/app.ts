@@ -12,6 +12,8 @@ import type { Clock } from './lib/clock.ts';
 import { systemClock } from './lib/clock.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
+import { quoteRoutes } from './modules/quotes/routes.ts';
+import { transferRoutes } from './modules/transfers/routes.ts';
 import { warehouseRoutes } from './modules/warehouses/routes.ts';
 import { createServices } from './services.ts';
 
@@ -71,6 +73,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (api) => {
     protect(api);
     await api.register(warehouseRoutes);
+    await api.register(quoteRoutes);
+    await api.register(transferRoutes);
   });
   return app;
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { withServices } from './cli/context.ts';
 import { ConfigError, loadConfig, redactUrl } from './config.ts';
@@ -221,6 +222,26 @@ async function run(positionals: string[], values: Values, out: Out): Promise<num
             `${e.createdAt}  ${e.kind.padEnd(7)} ${e.amount.padStart(12)}  -> ${e.balanceAfter.padStart(12)}${e.transferId ? `  transfer ${e.transferId}` : ''}${e.note ? `  (${e.note})` : ''}`,
         );
         out.print([`${l.merchant.name}: balance ${l.merchant.balance} ${l.merchant.currency}`, ...lines].join('\n'), l);
+        return 0;
+      });
+    }
+    case 'tariffs show':
+      return withServices(config, async (s) => {
+        const t = await s.tariffs.current();
+        out.print(`# tariff version ${t.version}${t.version === 0 ? ' (built-in default)' : ''}\n${JSON.stringify(t.document, null, 2)}`, t);
+        return 0;
+      });
+    case 'tariffs set': {
+      const file = onePositional(positionals, 'FILE');
+      let document: unknown;
+      try {
+        document = JSON.parse(readFileSync(file, 'utf8'));
+      } catch (e) {
+        throw new Error(`cannot read ${file} as JSON: ${(e as Error).message}`);
+      }
+      return withServices(config, async (s) => {
+        const t = await s.tariffs.set(document);
+        out.print(`Tariff version ${t.version} is now in force (new quotes use it; existing quotes keep their prices)`, { version: t.version });
         return 0;
       });
     }

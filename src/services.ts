@@ -7,6 +7,9 @@ import { FailureLimiter } from './modules/auth/rate-limit.ts';
 import { TokenSigner } from './modules/auth/tokens.ts';
 import { IdempotencyService } from './modules/idempotency/service.ts';
 import { MerchantsService } from './modules/merchants/service.ts';
+import { QuotesService } from './modules/quotes/service.ts';
+import { TariffsService } from './modules/tariffs/service.ts';
+import { TransfersService } from './modules/transfers/service.ts';
 import { WarehousesService } from './modules/warehouses/service.ts';
 
 export interface Services {
@@ -15,6 +18,9 @@ export interface Services {
   merchants: MerchantsService;
   warehouses: WarehousesService;
   idempotency: IdempotencyService;
+  tariffs: TariffsService;
+  quotes: QuotesService;
+  transfers: TransfersService;
 }
 
 export interface ServiceDeps {
@@ -37,11 +43,16 @@ export function createServices({ config, database, clock, signingKeys }: Service
     addressLimiter: new FailureLimiter(config.tokenFailuresPerAddress, windowMs, clock),
   });
   const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId));
+  const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
+  const tariffs = new TariffsService(db, clock);
   return {
     auth,
     credentials,
     merchants: new MerchantsService(db, clock, credentials, config.currency),
-    warehouses: new WarehousesService(db, clock, config.maxWarehousesPerMerchant),
+    warehouses,
     idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours),
+    tariffs,
+    quotes: new QuotesService({ db, clock, tariffs, warehouses, ttlSeconds: config.quoteTtlSeconds, currency: config.currency }),
+    transfers: new TransfersService(db, clock, config.paymentTtlMinutes),
   };
 }

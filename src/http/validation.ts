@@ -25,3 +25,24 @@ const bodyAjv = makeAjv(false);
 const paramAjv = makeAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object);
+
+/** A strict validator for documents outside HTTP (the tariff file), with the same rules as request bodies. */
+export function compileStrict<T>(schema: object): (value: unknown) => { ok: true; value: T } | { ok: false; errors: string[] } {
+  const validate = bodyAjv.compile(schema);
+  return (value) => {
+    if (validate(value)) return { ok: true, value: value as T };
+    return {
+      ok: false,
+      errors: (validate.errors ?? []).map((e) => {
+        const where =
+          e.keyword === 'required'
+            ? `${e.instancePath}/${e.params.missingProperty}`
+            : e.keyword === 'additionalProperties'
+              ? `${e.instancePath}/${e.params.additionalProperty}`
+              : e.instancePath;
+        const what = e.keyword === 'required' ? 'is required' : e.keyword === 'additionalProperties' ? 'is not a known field' : (e.message ?? 'is invalid');
+        return `${where || '/'} ${what}`;
+      }),
+    };
+  };
+}

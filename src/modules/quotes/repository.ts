@@ -1,0 +1,25 @@
+import type { Db, QuotesTable } from '../../db/types.ts';
+
+export type QuoteRow = QuotesTable;
+
+export const quotesRepository = {
+  async insert(db: Db, row: QuoteRow): Promise<void> {
+    await db.insertInto('quotes').values(row).execute();
+  },
+
+  async find(db: Db, merchantId: string, id: string): Promise<QuoteRow | undefined> {
+    return db.selectFrom('quotes').selectAll().where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
+  },
+
+  /** pending -> consumed, atomically: false if another request consumed it first. */
+  async consume(db: Db, merchantId: string, id: string, at: number): Promise<boolean> {
+    const r = await db
+      .updateTable('quotes')
+      .set({ status: 'consumed', consumed_at: at })
+      .where('merchant_id', '=', merchantId)
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  },
+};

@@ -1,0 +1,102 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/types.ts';
+import { AppError } from '../../http/errors.ts';
+import { type Clock, iso } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+import { type PricedProduct, priceAll } from '../tariffs/pricing.ts';
+import type { TariffsService } from '../tariffs/service.ts';
+import type { WarehousesService } from '../warehouses/service.ts';
+import { quotesRepository } from './repository.ts';
+import type { Quote, QuoteRequest } from './schemas.ts';
+
+/** What a quote remembers of its warehouse, so the transfer matches what was priced even if the warehouse is edited later. */
+export interface PickupSnapshot {
+  name: string;
+  address: string;
+  lat: number;
+  lng: number;
+  locationMetadata: Record<string, unknown>;
+  contactPhone: string | null;
+  contactEmail: string | null;
+}
+
+export type StoredRequest = Required<QuoteRequest>;
+
+export class QuotesService {
+  readonly #db: Kysely<DB>;
+  readonly #clock: Clock;
+  readonly #tariffs: TariffsService;
+  readonly #warehouses: WarehousesService;
+  readonly #ttlMs: number;
+  readonly #currency: string;
+  constructor(opts: { db: Kysely<DB>; clock: Clock; tariffs: TariffsService; warehouses: WarehousesService; ttlSeconds: number; currency: string }) {
+    this.#db = opts.db;
+    this.#clock = opts.clock;
+    this.#tariffs = opts.tariffs;
+    this.#warehouses = opts.warehouses;
+    this.#ttlMs = opts.ttlSeconds * 1000;
+    this.#currency = opts.currency;
+  }
+
+  /** Prices every product from the merchant's ACTIVE warehouse to the destination and stores a pending quote with those prices frozen. */
+  async create(merchantId: string, req: QuoteRequest): Promise<Quote> {
+    const warehouse = await this.#warehouses.require(merchantId, req.warehouseId);
+    if (warehouse.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${warehouse.id} is DISABLED and cannot be quoted from`);
+    const request: StoredRequest = { ...req, isFragile: req.isFragile ?? false, isPerishable: req.isPerishable ?? false };
+    const tariff = await this.#tariffs.current();
+    const { metres, products } = priceAll(tariff.document, {
+      from: { lat: warehouse.lat, lng: warehouse.lng },
+      to: request.destinationLocation,
+      parcelSize: request.parcelSize,
+      deliveryType: request.deliveryType,
+      isFragile: request.isFragile,
+      isPerishable: request.isPerishable,
+    });
+    const all = Object.values(products);
+    if (all.every((p) => p.unavailableReason === 'DISTANCE_EXCEEDS_RANGE')) {
+      throw new AppError('OUT_OF_SERVICE_AREA', `The destination is ${(metres / 1000).toFixed(1)} km from the warehouse, beyond every product's range`);
+    }
+    const now = this.#clock.now();
+    const pickup: PickupSnapshot = {
+      name: warehouse.name,
+      address: warehouse.address,
+      lat: warehouse.lat,
+      lng: warehouse.lng,
+      locationMetadata: JSON.parse(warehouse.location_metadata),
+      contactPhone: warehouse.contact_phone,
+      contactEmail: warehouse.contact_email,
+    };
+    const row = {
+      id: newId(),
+      merchant_id: merchantId,
+      warehouse_id: warehouse.id,
+      transfer_id: newId(),
+      event_id: newId(),
+      status: 'pending' as const,
+      tariff_version: tariff.version,
+      currency: this.#currency,
+      request: JSON.stringify(request),
+      pickup: JSON.stringify(pickup),
+      products: JSON.stringify(products),
+      expires_at: now + this.#ttlMs,
+      created_at: now,
+      consumed_at: null,
+    };
+    await quotesRepository.insert(this.#db, row);
+    return {
+      id: row.id,
+      transfer_id: row.transfer_id,
+      event_id: row.event_id,
+      products: Object.fromEntries(Object.entries(products).map(([k, p]) => [k, publicProduct(p)])),
+      currency: row.currency,
+      distanceMeters: metres,
+      expiresAt: iso(row.expires_at),
+    };
+  }
+}
+
+/** The product as merchants see it (payableMinor is internal). */
+function publicProduct(p: PricedProduct) {
+  const { payableMinor: _, ...rest } = p;
+  return rest;
+}

@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs';
+import type { Kysely } from 'kysely';
+import type { DB, Db } from '../../db/types.ts';
+import { AppError } from '../../http/errors.ts';
+import { compileStrict } from '../../http/validation.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { parseDecimal } from '../../lib/money.ts';
+import { TariffDocument } from './schema.ts';
+
+const DEFAULT_TARIFF = JSON.parse(readFileSync(new URL('./default-tariff.json', import.meta.url), 'utf8')) as TariffDocument;
+const check = compileStrict<TariffDocument>(TariffDocument);
+
+export interface Tariff {
+  /** 0 is the built-in default, in force until an operator sets one. */
+  version: number;
+  document: TariffDocument;
+}
+
+/** Validates a tariff document: the schema, then rules a schema cannot say. Returns every problem. */
+export function validateTariff(value: unknown): { ok: true; value: TariffDocument } | { ok: false; errors: string[] } {
+  const result = check(value);
+  if (!result.ok) return result;
+  const errors: string[] = [];
+  for (const [key, p] of Object.entries(result.value.products)) {
+    if (parseDecimal(p.discountPct) > parseDecimal('100')) errors.push(`/products/${key}/discountPct must be at most 100`);
+  }
+  return errors.length ? { ok: false, errors } : result;
+}
+
+/** The operator-editable tariff: versioned rows, the newest in force. Quotes record the version they were priced with. */
+export class TariffsService {
+  readonly #db: Kysely<DB>;
+  readonly #clock: Clock;
+  #cached: Tariff | undefined;
+  constructor(db: Kysely<DB>, clock: Clock) {
+    this.#db = db;
+    this.#clock = clock;
+  }
+
+  async current(db: Db = this.#db): Promise<Tariff> {
+    // Read the version each time (an operator may change it from another process); parse only when it changed.
+    const latest = await db.selectFrom('tariffs').select('version').orderBy('version', 'desc').limit(1).executeTakeFirst();
+    if (!latest) return { version: 0, document: DEFAULT_TARIFF };
+    if (this.#cached?.version === latest.version) return this.#cached;
+    const row = await db.selectFrom('tariffs').select(['version', 'document']).where('version', '=', latest.version).executeTakeFirstOrThrow();
+    this.#cached = { version: row.version, document: JSON.parse(row.document) };
+    return this.#cached;
+  }
+
+  /** Validates and stores a new version; an invalid document changes nothing. */
+  async set(document: unknown): Promise<Tariff> {
+    const result = validateTariff(document);
+    if (!result.ok) {
+      throw new AppError('VALIDATION_FAILED', `Invalid tariff:\n  ${result.errors.join('\n  ')}`, {
+        errors: result.errors.map((e) => ({ path: e.split(' ')[0], message: e.slice(e.indexOf(' ') + 1) })),
+      });
+    }
+    return this.#db.transaction().execute(async (trx) => {
+      const latest = await trx.selectFrom('tariffs').select('version').orderBy('version', 'desc').limit(1).executeTakeFirst();
+      const version = (latest?.version ?? 0) + 1;
+      await trx
+        .insertInto('tariffs')
+        .values({ version, document: JSON.stringify(result.value), created_at: this.#clock.now() })
+        .execute();
+      return { version, document: result.value };
+    });
+  }
+}

@@ -1,0 +1,57 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json } from '../../http/schemas.ts';
+import { Transfer, TransferParams, TransferRequest } from './schemas.ts';
+
+export async function transferRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const security = [{ bearerAuth: [] }];
+
+  app.post(
+    '/transfer',
+    {
+      schema: {
+        tags: ['transfers'],
+        summary: 'Create and pay a transfer from a pending quote',
+        description:
+          'In one transaction: consumes the quote (at most once, ever), charges the payable amount of the chosen product to the merchant balance, and creates the delivery in state `inProgress`. A refused request changes nothing.',
+        security,
+        headers: IdempotencyHeader,
+        body: TransferRequest,
+        response: {
+          201: { ...json(Transfer, 'The created transfer'), headers: { location: { type: 'string' } } },
+          ...errorResponses([
+            ...BODY_ERRORS,
+            ...AUTH_ERRORS,
+            ...IDEMPOTENCY_ERRORS,
+            'INSUFFICIENT_BALANCE',
+            'QUOTE_NOT_FOUND',
+            'QUOTE_ALREADY_USED',
+            'QUOTE_EXPIRED',
+            'PRODUCT_NOT_AVAILABLE',
+            'WAREHOUSE_DISABLED',
+          ]),
+        },
+      },
+    },
+    async (request, reply) => {
+      const transfer = await app.services.transfers.create(request.principal.merchantId, request.body);
+      return reply.code(201).header('location', `/transfer/${transfer.id}`).send(transfer);
+    },
+  );
+
+  app.get(
+    '/transfer/:transferId',
+    {
+      schema: {
+        tags: ['transfers'],
+        summary: 'Get a transfer',
+        description: 'Every field of the creation response, for a transfer the authenticated merchant created through the API.',
+        security,
+        params: TransferParams,
+        response: { 200: json(Transfer, 'The transfer'), ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, 'TRANSFER_NOT_FOUND']) },
+      },
+    },
+    async (request) => app.services.transfers.get(request.principal.merchantId, request.params.transferId),
+  );
+}

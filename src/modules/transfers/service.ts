@@ -1,0 +1,175 @@
+import type { Kysely } from 'kysely';
+import { inTransaction } from '../../db/transaction.ts';
+import type { DB } from '../../db/types.ts';
+import { AppError } from '../../http/errors.ts';
+import { type Clock, iso } from '../../lib/clock.ts';
+import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
+import { minorToNumber } from '../../lib/money.ts';
+import { merchantsRepository } from '../merchants/repository.ts';
+import { quotesRepository } from '../quotes/repository.ts';
+import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
+import type { PricedProduct } from '../tariffs/pricing.ts';
+import { warehousesRepository } from '../warehouses/repository.ts';
+import { type TransferRow, transfersRepository } from './repository.ts';
+import type { Transfer, TransferRequest } from './schemas.ts';
+
+/** The descriptive part of a transfer, frozen at creation (stored as JSON in transfers.details). */
+type TransferDetails = Pick<
+  Transfer,
+  | 'parcelSize'
+  | 'description'
+  | 'pickupLocation'
+  | 'pickupAddress'
+  | 'destinationLocation'
+  | 'destinationAddress'
+  | 'destinationAddressMetadata'
+  | 'pickupAddressMetaData'
+  | 'deliveryOptionName'
+  | 'recipientInfo'
+  | 'recipientFullName'
+  | 'isFragile'
+  | 'isPerishable'
+  | 'senderInfo'
+>;
+
+export class TransfersService {
+  readonly #db: Kysely<DB>;
+  readonly #clock: Clock;
+  readonly #paymentTtlMinutes: number;
+  constructor(db: Kysely<DB>, clock: Clock, paymentTtlMinutes: number) {
+    this.#db = db;
+    this.#clock = clock;
+    this.#paymentTtlMinutes = paymentTtlMinutes;
+  }
+
+  /**
+   * One transaction: consume the pending quote, debit the balance with a ledger entry, create the
+   * transfer. Any refusal throws, which rolls back everything, so a refused request changes nothing.
+   */
+  async create(merchantId: string, req: TransferRequest): Promise<Transfer> {
+    const row = await inTransaction(this.#db, async (trx) => {
+      const now = this.#clock.now();
+      const quote = await quotesRepository.find(trx, merchantId, req.matchmakingId);
+      if (!quote) throw new AppError('QUOTE_NOT_FOUND', `No quote ${req.matchmakingId}`);
+      if (quote.status === 'consumed') throw alreadyUsed(quote.transfer_id);
+      if (quote.expires_at <= now) throw new AppError('QUOTE_EXPIRED', `Quote ${quote.id} expired at ${iso(quote.expires_at)}; request new options`);
+      const product = (JSON.parse(quote.products) as Record<string, PricedProduct>)[req.productKey];
+      if (!product) throw new AppError('PRODUCT_NOT_AVAILABLE', `The quote has no product "${req.productKey}"`);
+      if (product.status !== 'AVAILABLE') {
+        throw new AppError('PRODUCT_NOT_AVAILABLE', `Product "${req.productKey}" is not available for this quote (${product.unavailableReason})`);
+      }
+      const warehouse = await warehousesRepository.find(trx, merchantId, quote.warehouse_id);
+      if (warehouse?.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
+
+      // The conditional update is what makes "at most once" hold under concurrency, on any instance.
+      if (!(await quotesRepository.consume(trx, merchantId, quote.id, now))) throw alreadyUsed(quote.transfer_id);
+
+      const price = product.payableMinor;
+      const balance = await merchantsRepository.adjustBalance(trx, merchantId, -price, now);
+      if (balance === undefined) {
+        throw new AppError('INSUFFICIENT_BALANCE', `The balance does not cover ${product.common.price.payable_amount} ${quote.currency}; top up and retry`);
+      }
+      if (price > 0) {
+        await merchantsRepository.insertLedgerEntry(trx, {
+          id: newId(),
+          merchant_id: merchantId,
+          kind: 'CHARGE',
+          amount: -price,
+          balance_after: balance,
+          transfer_id: quote.transfer_id,
+          note: null,
+          created_at: now,
+        });
+      }
+      const merchant = await merchantsRepository.find(trx, merchantId);
+      const request = JSON.parse(quote.request) as StoredRequest;
+      const pickup = JSON.parse(quote.pickup) as PickupSnapshot;
+      const details: TransferDetails = {
+        parcelSize: request.parcelSize,
+        description: req.description,
+        pickupLocation: { type: 'Point', coordinates: [pickup.lng, pickup.lat] },
+        pickupAddress: pickup.address,
+        destinationLocation: { type: 'Point', coordinates: [request.destinationLocation.lng, request.destinationLocation.lat] },
+        destinationAddress: request.destinationLocation.display_name,
+        destinationAddressMetadata: request.destinationLocation,
+        pickupAddressMetaData: pickup.locationMetadata,
+        deliveryOptionName: product.name,
+        recipientInfo: req.recipientInfo,
+        recipientFullName: `${req.recipientInfo.firstName} ${req.recipientInfo.lastName}`,
+        isFragile: request.isFragile,
+        isPerishable: request.isPerishable,
+        senderInfo: {
+          merchantId,
+          name: merchant?.name ?? '',
+          warehouseName: pickup.name,
+          phone: pickup.contactPhone,
+          email: pickup.contactEmail,
+        },
+      };
+      const transfer: TransferRow = {
+        id: quote.transfer_id,
+        merchant_id: merchantId,
+        quote_id: quote.id,
+        warehouse_id: quote.warehouse_id,
+        product_key: req.productKey,
+        state: 'inProgress',
+        source: 'API',
+        transfer_code: newTransferCode(),
+        tracking_code: newTrackingCode(),
+        total_amount: price,
+        currency: quote.currency,
+        payment_ttl_minutes: this.#paymentTtlMinutes,
+        payment_expires_at: now + this.#paymentTtlMinutes * 60_000,
+        details: JSON.stringify(details),
+        created_at: now,
+        updated_at: now,
+      };
+      await transfersRepository.insert(trx, transfer);
+      return transfer;
+    });
+    return toTransfer(row);
+  }
+
+  async get(merchantId: string, id: string): Promise<Transfer> {
+    const row = await transfersRepository.find(this.#db, merchantId, id);
+    if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
+    return toTransfer(row);
+  }
+}
+
+function alreadyUsed(transferId: string): AppError {
+  return new AppError('QUOTE_ALREADY_USED', `The quote was already used by transfer ${transferId}`, { extra: { transferId } });
+}
+
+function toTransfer(row: TransferRow): Transfer {
+  const d = JSON.parse(row.details) as TransferDetails;
+  return {
+    id: row.id,
+    state: row.state,
+    transferCode: row.transfer_code,
+    trackingCode: row.tracking_code,
+    parcelSize: d.parcelSize,
+    description: d.description,
+    pickupLocation: d.pickupLocation,
+    pickupAddress: d.pickupAddress,
+    destinationLocation: d.destinationLocation,
+    destinationAddress: d.destinationAddress,
+    destinationAddressMetadata: d.destinationAddressMetadata,
+    pickupAddressMetaData: d.pickupAddressMetaData,
+    deliveryOptionName: d.deliveryOptionName,
+    paymentTtlMinutes: row.payment_ttl_minutes,
+    paymentExpiresAt: iso(row.payment_expires_at),
+    recipientInfo: d.recipientInfo,
+    source: row.source,
+    recipientFullName: d.recipientFullName,
+    totalPrice: minorToNumber(row.total_amount),
+    currency: row.currency,
+    isFragile: d.isFragile,
+    isPerishable: d.isPerishable,
+    senderInfo: d.senderInfo,
+    warehouseId: row.warehouse_id,
+    matchmakingId: row.quote_id,
+    productKey: row.product_key,
+    createdAt: iso(row.created_at),
+  };
+}
