@@ -1,0 +1,33 @@
+// `npm test`: the whole suite. SQLite always; PostgreSQL when TEST_POSTGRES_URL is set (CI sets it and
+// must fail if the server is unreachable). Extra arguments are passed to `node --test` (e.g. a file).
+import { spawnSync } from 'node:child_process';
+import pg from 'pg';
+
+const url = process.env.TEST_POSTGRES_URL;
+const banner = (text: string) => console.log(`\n=== ${text} ===\n`);
+
+if (url) {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    banner(`PostgreSQL suite ENABLED (${url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')})`);
+  } catch (err) {
+    console.error(`TEST_POSTGRES_URL is set but PostgreSQL is unreachable: ${(err as Error).message}`);
+    process.exit(1);
+  } finally {
+    await client.end().catch(() => {});
+  }
+} else {
+  banner('PostgreSQL suite SKIPPED: set TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run it');
+}
+
+const args = process.argv.slice(2);
+const files = args.filter((a) => !a.startsWith('-'));
+const result = spawnSync(
+  process.execPath,
+  ['--test', '--test-concurrency=2', '--test-timeout=180000', ...args.filter((a) => a.startsWith('-')), ...(files.length ? files : ['test/**/*.test.ts'])],
+  { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
+);
+if (!url) banner('PostgreSQL suite SKIPPED (SQLite suite only)');
+process.exit(result.status ?? 1);

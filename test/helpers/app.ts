@@ -1,0 +1,137 @@
+import { after, before, describe } from 'node:test';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig, parseSigningKeys } from '../../src/config.ts';
+import { type Database, migrateToLatest, openDatabase } from '../../src/db/database.ts';
+import { ManualClock } from '../../src/lib/clock.ts';
+import { parseMajorAmount } from '../../src/lib/money.ts';
+import type { Services } from '../../src/services.ts';
+import { checkContract } from './contract.ts';
+import { createStore, STORES, type StoreName, type TestStore } from './stores.ts';
+
+/** A fixed signing key for tests (never used outside them). */
+export const TEST_SIGNING_KEYS = 'test:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
+
+export interface Merchant {
+  merchantId: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+export interface TestApp {
+  store: TestStore;
+  app: FastifyInstance;
+  services: Services;
+  database: Database;
+  clock: ManualClock;
+  /** Every log line the app wrote. */
+  logs: string[];
+  /** app.inject, with every response checked against the OpenAPI contract. */
+  request(opts: InjectOptions): Promise<LightMyRequestResponse>;
+  merchant(name?: string, balance?: string): Promise<Merchant>;
+  token(m: Merchant): Promise<string>;
+  /** A request with the merchant's bearer token. */
+  as(m: Merchant | string, opts: InjectOptions): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export async function createTestApp(storeName: StoreName = 'sqlite', env: Record<string, string> = {}): Promise<TestApp> {
+  const store = await createStore(storeName);
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'info',
+    TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS,
+    ...store.env,
+    ...env,
+  });
+  const database = openDatabase({ url: store.url, schema: store.schema, poolSize: 10 });
+  await migrateToLatest(database);
+  const clock = new ManualClock(Date.now());
+  const logs: string[] = [];
+  const app = await buildApp({
+    config,
+    database,
+    clock,
+    signingKeys: parseSigningKeys(TEST_SIGNING_KEYS),
+    logStream: { write: (line: string) => void logs.push(line) },
+  });
+  await app.ready();
+  const tokens = new Map<string, string>();
+
+  const t: TestApp = {
+    store,
+    app,
+    services: app.services,
+    database,
+    clock,
+    logs,
+    async request(opts) {
+      const res = await app.inject(opts);
+      checkContract(app, opts, res);
+      return res;
+    },
+    async merchant(name = 'Test merchant', balance = '0') {
+      const { merchant, credential } = await app.services.merchants.create(name, parseMajorAmount(balance));
+      return { merchantId: merchant.id, clientId: credential.clientId, clientSecret: credential.clientSecret };
+    },
+    async token(m) {
+      const cached = tokens.get(m.clientId);
+      if (cached) return cached;
+      const res = await t.request({
+        method: 'POST',
+        url: '/auth/token',
+        payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: m.clientSecret },
+      });
+      if (res.statusCode !== 200) throw new Error(`token request failed: ${res.statusCode} ${res.body}`);
+      const token = res.json().access_token as string;
+      tokens.set(m.clientId, token);
+      return token;
+    },
+    async as(m, opts) {
+      const token = typeof m === 'string' ? m : await t.token(m);
+      return t.request({ ...opts, headers: { ...opts.headers, authorization: `Bearer ${token}` } });
+    },
+    async close() {
+      await app.close();
+      await database.close();
+      await store.cleanup();
+    },
+  };
+  return t;
+}
+
+/**
+ * Runs a suite once per store (SQLite always, PostgreSQL when TEST_POSTGRES_URL is set), with one
+ * app per store shared by the suite's tests. Tests create their own merchants, so they don't interfere.
+ */
+export function describeEachStore(name: string, fn: (ctx: () => TestApp, store: StoreName) => void, env: Record<string, string> = {}): void {
+  for (const store of STORES) {
+    describe(`${name} [${store}]`, () => {
+      let t: TestApp;
+      before(async () => {
+        t = await createTestApp(store, env);
+      });
+      after(async () => {
+        await t?.close();
+      });
+      fn(() => t, store);
+    });
+  }
+}
+
+/** A valid warehouse body; override fields as needed. */
+export function warehouseBody(overrides: Record<string, unknown> = {}) {
+  return {
+    name: 'Main warehouse',
+    nameInt: 'main-warehouse',
+    status: 'ACTIVE',
+    address: 'Tverskaya St 1, Moscow',
+    contactPhone: '+7 495 000-00-00',
+    contactEmail: 'warehouse@example.com',
+    locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
+    ...overrides,
+  };
+}
+
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+export const ISO_MS_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/**
+ * The store matrix: every suite that uses describeEachStore runs on embedded SQLite and, when
+ * TEST_POSTGRES_URL is set, on PostgreSQL too. Each test database is fresh: a temp file, or a
+ * schema of its own (dropped afterwards), so runs can repeat and run in parallel.
+ */
+export type StoreName = 'sqlite' | 'postgres';
+
+export interface TestStore {
+  name: StoreName;
+  url: string;
+  schema?: string;
+  /** The environment a server process needs to use this store. */
+  env: Record<string, string>;
+  cleanup(): Promise<void>;
+}
+
+export const POSTGRES_URL = process.env.TEST_POSTGRES_URL || undefined;
+export const STORES: StoreName[] = POSTGRES_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+
+export async function createStore(name: StoreName): Promise<TestStore> {
+  if (name === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'mds-test-'));
+    const url = `sqlite:${join(dir, 'test.sqlite')}`;
+    return { name, url, env: { DATABASE_URL: url }, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  if (!POSTGRES_URL) throw new Error('TEST_POSTGRES_URL is not set');
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  await adminQuery(`create schema ${schema}`);
+  return {
+    name,
+    url: POSTGRES_URL,
+    schema,
+    env: { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: schema },
+    cleanup: async () => {
+      await adminQuery(`drop schema if exists ${schema} cascade`);
+    },
+  };
+}
+
+/** One statement on the test PostgreSQL server, outside the service (set-up, fault injection). */
+export async function adminQuery(text: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    return await client.query(text, values);
+  } finally {
+    await client.end();
+  }
+}
