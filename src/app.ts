@@ -61,6 +61,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
   app.setValidatorCompiler(validatorCompiler);
+  // Bodies are JSON only (415 otherwise); the token endpoint adds form bodies in its own scope.
+  app.removeContentTypeParser('text/plain');
   app.decorate('services', createServices({ config, database, clock: deps.clock ?? systemClock, signingKeys: deps.signingKeys }));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

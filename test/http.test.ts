@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { describeEachStore, warehouseBody } from './helpers/app.ts';
+
+describeEachStore('HTTP plumbing', (ctx) => {
+  test('X-Request-Id: a sane incoming id is echoed, an unsafe one replaced, a missing one generated', async () => {
+    const t = ctx();
+    const echoed = await t.request({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'merchant-abc_123:7' } });
+    assert.equal(echoed.headers['x-request-id'], 'merchant-abc_123:7');
+    const unsafe = await t.request({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'bad id\twith spaces' } });
+    assert.match(unsafe.headers['x-request-id'] as string, /^[0-9a-f-]{36}$/);
+    const tooLong = await t.request({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'a'.repeat(200) } });
+    assert.match(tooLong.headers['x-request-id'] as string, /^[0-9a-f-]{36}$/);
+    const a = await t.request({ method: 'GET', url: '/healthz' });
+    const b = await t.request({ method: 'GET', url: '/healthz' });
+    assert.notEqual(a.headers['x-request-id'], b.headers['x-request-id']);
+  });
+
+  test('415 UNSUPPORTED_MEDIA_TYPE for a non-JSON body; nothing written', async () => {
+    const t = ctx();
+    const m = await t.merchant();
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+      const res = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'content-type': contentType, 'x-request-id': 'ct' }, payload: 'name=x' });
+      assert.equal(res.statusCode, 415, contentType);
+      assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
+      assert.deepEqual(res.json(), {
+        type: 'UNSUPPORTED_MEDIA_TYPE',
+        title: 'Unsupported media type',
+        status: 415,
+        detail: 'Send request bodies as application/json',
+        requestId: 'ct',
+      });
+    }
+    assert.deepEqual((await t.as(m, { method: 'GET', url: '/warehouses' })).json(), []);
+  });
+
+  test('413 PAYLOAD_TOO_LARGE above the body limit', async () => {
+    const t = ctx();
+    const m = await t.merchant();
+    const res = await t.as(m, {
+      method: 'POST',
+      url: '/warehouses',
+      headers: { 'x-request-id': 'big' },
+      payload: warehouseBody({ address: 'x'.repeat(70_000) }),
+    });
+    assert.equal(res.statusCode, 413);
+    assert.deepEqual(res.json(), {
+      type: 'PAYLOAD_TOO_LARGE',
+      title: 'Request body too large',
+      status: 413,
+      detail: 'The request body is larger than the limit',
+      requestId: 'big',
+    });
+  });
+
+  test('empty JSON body and a missing body are 400 VALIDATION_FAILED', async () => {
+    const t = ctx();
+    const m = await t.merchant();
+    const empty = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'content-type': 'application/json' }, payload: '' });
+    assert.equal(empty.statusCode, 400);
+    assert.equal(empty.json().type, 'VALIDATION_FAILED');
+    const none = await t.as(m, { method: 'POST', url: '/warehouses' });
+    assert.equal(none.statusCode, 400);
+    assert.equal(none.json().type, 'VALIDATION_FAILED');
+  });
+
+  test('prototype pollution attempts are refused', async () => {
+    const t = ctx();
+    const m = await t.merchant();
+    const res = await t.as(m, {
+      method: 'POST',
+      url: '/warehouses',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify(warehouseBody()).replace('{', '{"__proto__":{"isAdmin":true},'),
+    });
+    assert.equal(res.statusCode, 400);
+    assert.equal(res.json().type, 'VALIDATION_FAILED');
+    assert.equal(({} as Record<string, unknown>).isAdmin, undefined);
+  });
+
+  test('unknown route: 404 ROUTE_NOT_FOUND as problem+json', async () => {
+    const t = ctx();
+    const res = await t.request({ method: 'GET', url: '/nope?x=1', headers: { 'x-request-id': 'nr' } });
+    assert.equal(res.statusCode, 404);
+    assert.deepEqual(res.json(), { type: 'ROUTE_NOT_FOUND', title: 'No such endpoint', status: 404, detail: 'No endpoint GET /nope', requestId: 'nr' });
+  });
+
+  test('health: /healthz and /readyz', async () => {
+    const t = ctx();
+    for (const url of ['/healthz', '/readyz']) {
+      const res = await t.request({ method: 'GET', url });
+      assert.equal(res.statusCode, 200);
+      assert.deepEqual(res.json(), { status: 'ok' });
+    }
+  });
+
+  test('the OpenAPI 3.1 document and the docs page are served without any CDN', async () => {
+    const t = ctx();
+    const doc = await t.request({ method: 'GET', url: '/openapi.json' });
+    assert.equal(doc.statusCode, 200);
+    const spec = doc.json();
+    assert.equal(spec.openapi, '3.1.0');
+    for (const [path, method] of [
+      ['/auth/token', 'post'],
+      ['/warehouses', 'get'],
+      ['/warehouses', 'post'],
+      ['/warehouses/{id}', 'get'],
+      ['/warehouses/{id}', 'put'],
+      ['/options', 'post'],
+      ['/transfer', 'post'],
+      ['/transfer/{transferId}', 'get'],
+    ]) {
+      assert.ok(spec.paths[path]?.[method], `${method} ${path} documented`);
+    }
+    const page = await t.request({ method: 'GET', url: '/docs/' });
+    assert.equal(page.statusCode, 200);
+    assert.match(page.headers['content-type'] as string, /text\/html/);
+    assert.doesNotMatch(page.body, /https?:\/\/(?!127\.0\.0\.1|localhost)[a-z0-9.-]+\.[a-z]{2,}\/[^"']*\.(js|css)/i, 'no external scripts or styles');
+  });
+});
+
+describeEachStore('internal errors', (ctx) => {
+  test('an unexpected failure is a 500 INTERNAL_ERROR with no internals in the body, logged with the request id', async () => {
+    const t = ctx();
+    const m = await t.merchant();
+    const original = t.services.warehouses.list;
+    t.services.warehouses.list = async () => {
+      throw new Error('SELECT secret_hash FROM credentials -- boom');
+    };
+    try {
+      const res = await t.as(m, { method: 'GET', url: '/warehouses', headers: { 'x-request-id': 'boom-1' } });
+      assert.equal(res.statusCode, 500);
+      assert.deepEqual(res.json(), {
+        type: 'INTERNAL_ERROR',
+        title: 'Internal error',
+        status: 500,
+        detail: 'An unexpected error occurred; report the requestId if it persists',
+        requestId: 'boom-1',
+      });
+      assert.doesNotMatch(res.body, /SELECT|secret_hash|stack/);
+      const logged = t.logs.find((l) => l.includes('boom-1') && l.includes('"level":50'));
+      assert.ok(logged, 'the failure is logged at error level with the request id');
+      assert.match(logged, /SELECT secret_hash FROM credentials -- boom/);
+    } finally {
+      t.services.warehouses.list = original;
+    }
+  });
+});
