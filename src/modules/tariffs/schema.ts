@@ -45,7 +45,12 @@ export const TariffDocument = Type.Object(
       Object.fromEntries(PARCEL_SIZES.map((s) => [s, Decimal(`Courier fee multiplier for ${s}`)])) as Record<ParcelSize, ReturnType<typeof Decimal>>,
       { additionalProperties: false },
     ),
-    products: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]{0,31}$' }), TariffProduct, { minProperties: 1, maxProperties: 20 }),
+    products: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]{0,31}$' }), TariffProduct, {
+      minProperties: 1,
+      maxProperties: 20,
+      additionalProperties: false, // a key that breaks the pattern is an error, not ignored
+      description: 'Keyed by productKey: lower case letters, digits, underscores',
+    }),
   },
   { additionalProperties: false },
 );
