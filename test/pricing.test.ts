@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { distanceMetres, priceAll, priceProduct } from '../src/modules/tariffs/pricing.ts';
+import { distanceMetres, type PricingInput, priceAll, priceProduct } from '../src/modules/tariffs/pricing.ts';
 import type { TariffDocument, TariffProduct } from '../src/modules/tariffs/schema.ts';
 import { validateTariff } from '../src/modules/tariffs/service.ts';
 import defaultTariff from '../src/modules/tariffs/default-tariff.json' with { type: 'json' };
 import { divRoundHalfUp, formatMinor, parseDecimal, parseMajorAmount } from '../src/lib/money.ts';
 
 const tariff = defaultTariff as TariffDocument;
-const base = { parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR', isFragile: false, isPerishable: false } as const;
+const base: Omit<PricingInput, 'from' | 'to'> = { parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR', isFragile: false, isPerishable: false };
 
 function product(overrides: Partial<TariffProduct>): TariffProduct {
   return {

@@ -2,213 +2,236 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { describeEachStore, ISO_MS_RE, UUID_RE, warehouseBody } from './helpers/app.ts';
 
-describeEachStore('warehouses', (ctx) => {
-  test('POST /warehouses creates a warehouse with every field, 201 and Location', async () => {
-    const t = ctx();
-    const m = await t.merchant();
-    const res = await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() });
-    assert.equal(res.statusCode, 201);
-    assert.match(res.headers['content-type'] as string, /^application\/json/);
-    const w = res.json();
-    assert.match(w.id, UUID_RE);
-    assert.equal(res.headers.location, `/warehouses/${w.id}`);
-    assert.match(w.createdAt, ISO_MS_RE);
-    assert.equal(w.updatedAt, w.createdAt);
-    assert.deepEqual(w, {
-      id: w.id,
-      merchantId: m.merchantId,
-      commersantId: m.merchantId,
-      name: 'Main warehouse',
-      nameInt: 'main-warehouse',
-      status: 'ACTIVE',
-      address: 'Tverskaya St 1, Moscow',
-      contactPhone: '+7 495 000-00-00',
-      contactEmail: 'warehouse@example.com',
-      locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
-      location: { type: 'Point', coordinates: [37.6136, 55.7575] },
-      type: 'POINT',
-      createdAt: w.createdAt,
-      updatedAt: w.createdAt,
+describeEachStore(
+  'warehouses',
+  (ctx) => {
+    test('POST /warehouses creates a warehouse with every field, 201 and Location', async () => {
+      const t = ctx();
+      const m = await t.merchant();
+      const res = await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() });
+      assert.equal(res.statusCode, 201);
+      assert.match(res.headers['content-type'] as string, /^application\/json/);
+      const w = res.json();
+      assert.match(w.id, UUID_RE);
+      assert.equal(res.headers.location, `/warehouses/${w.id}`);
+      assert.match(w.createdAt, ISO_MS_RE);
+      assert.equal(w.updatedAt, w.createdAt);
+      assert.deepEqual(w, {
+        id: w.id,
+        merchantId: m.merchantId,
+        commersantId: m.merchantId,
+        name: 'Main warehouse',
+        nameInt: 'main-warehouse',
+        status: 'ACTIVE',
+        address: 'Tverskaya St 1, Moscow',
+        contactPhone: '+7 495 000-00-00',
+        contactEmail: 'warehouse@example.com',
+        locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
+        location: { type: 'Point', coordinates: [37.6136, 55.7575] },
+        type: 'POINT',
+        createdAt: w.createdAt,
+        updatedAt: w.createdAt,
+      });
+      const got = await t.as(m, { method: 'GET', url: `/warehouses/${w.id}` });
+      assert.equal(got.statusCode, 200);
+      assert.deepEqual(got.json(), w);
     });
-    const got = await t.as(m, { method: 'GET', url: `/warehouses/${w.id}` });
-    assert.equal(got.statusCode, 200);
-    assert.deepEqual(got.json(), w);
-  });
 
-  test('only required fields: optional ones are null, status defaults to ACTIVE', async () => {
-    const t = ctx();
-    const m = await t.merchant();
-    const res = await t.as(m, {
-      method: 'POST',
-      url: '/warehouses',
-      payload: { name: 'Small', address: 'Somewhere 1', locationMetadata: { display_name: 'Somewhere 1', lat: -33.5, lng: 151.25 } },
+    test('only required fields: optional ones are null, status defaults to ACTIVE', async () => {
+      const t = ctx();
+      const m = await t.merchant();
+      const res = await t.as(m, {
+        method: 'POST',
+        url: '/warehouses',
+        payload: { name: 'Small', address: 'Somewhere 1', locationMetadata: { display_name: 'Somewhere 1', lat: -33.5, lng: 151.25 } },
+      });
+      assert.equal(res.statusCode, 201);
+      const w = res.json();
+      assert.equal(w.status, 'ACTIVE');
+      assert.equal(w.nameInt, null);
+      assert.equal(w.contactPhone, null);
+      assert.equal(w.contactEmail, null);
+      assert.deepEqual(w.locationMetadata, { display_name: 'Somewhere 1', lat: -33.5, lng: 151.25 });
+      assert.deepEqual(w.location, { type: 'Point', coordinates: [151.25, -33.5] });
     });
-    assert.equal(res.statusCode, 201);
-    const w = res.json();
-    assert.equal(w.status, 'ACTIVE');
-    assert.equal(w.nameInt, null);
-    assert.equal(w.contactPhone, null);
-    assert.equal(w.contactEmail, null);
-    assert.deepEqual(w.locationMetadata, { display_name: 'Somewhere 1', lat: -33.5, lng: 151.25 });
-    assert.deepEqual(w.location, { type: 'Point', coordinates: [151.25, -33.5] });
-  });
 
-  test('PUT replaces every editable detail, clears omitted optionals, bumps updatedAt, keeps owner and createdAt', async () => {
-    const t = ctx();
-    const m = await t.merchant();
-    const created = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() })).json();
-    t.clock.advance(5_000);
-    const res = await t.as(m, {
-      method: 'PUT',
-      url: `/warehouses/${created.id}`,
-      payload: { name: 'Renamed', status: 'DISABLED', address: 'New St 2', locationMetadata: { display_name: 'New St 2', lat: 10, lng: 20, road: 'New St' } },
-    });
-    assert.equal(res.statusCode, 200);
-    const w = res.json();
-    assert.deepEqual(w, {
-      ...created,
-      name: 'Renamed',
-      nameInt: null,
-      status: 'DISABLED',
-      address: 'New St 2',
-      contactPhone: null,
-      contactEmail: null,
-      locationMetadata: { display_name: 'New St 2', lat: 10, lng: 20, road: 'New St' },
-      location: { type: 'Point', coordinates: [20, 10] },
-      updatedAt: new Date(Date.parse(created.updatedAt) + 5_000).toISOString(),
-    });
-    assert.deepEqual((await t.as(m, { method: 'GET', url: `/warehouses/${created.id}` })).json(), w);
-  });
-
-  test('GET /warehouses lists own warehouses, oldest first, filtered by status', async () => {
-    const t = ctx();
-    const m = await t.merchant();
-    const a = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: 'A' }) })).json();
-    const b = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: 'B', status: 'DISABLED' }) })).json();
-    const c = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: 'C' }) })).json();
-    const all = await t.as(m, { method: 'GET', url: '/warehouses' });
-    assert.equal(all.statusCode, 200);
-    assert.deepEqual(all.json(), [a, b, c]);
-    assert.equal(all.headers.link, undefined);
-    assert.deepEqual((await t.as(m, { method: 'GET', url: '/warehouses?status=ACTIVE' })).json(), [a, c]);
-    assert.deepEqual((await t.as(m, { method: 'GET', url: '/warehouses?status=DISABLED' })).json(), [b]);
-    const bad = await t.as(m, { method: 'GET', url: '/warehouses?status=GONE' });
-    assert.equal(bad.statusCode, 400);
-    assert.equal(bad.json().type, 'VALIDATION_FAILED');
-    assert.deepEqual(bad.json().errors, [{ path: '/status', message: 'must be one of ACTIVE, DISABLED' }]);
-  });
-
-  test('limit and cursor paginate with a Link rel="next" header', async () => {
-    const t = ctx();
-    const m = await t.merchant();
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: `W${i}` }) })).json().id);
-    const seen: string[] = [];
-    let url: string | undefined = '/warehouses?limit=2';
-    let pages = 0;
-    while (url) {
-      const res = await t.as(m, { method: 'GET', url });
+    test('PUT replaces every editable detail, clears omitted optionals, bumps updatedAt, keeps owner and createdAt', async () => {
+      const t = ctx();
+      const m = await t.merchant();
+      const created = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() })).json();
+      t.clock.advance(5_000);
+      const res = await t.as(m, {
+        method: 'PUT',
+        url: `/warehouses/${created.id}`,
+        payload: { name: 'Renamed', status: 'DISABLED', address: 'New St 2', locationMetadata: { display_name: 'New St 2', lat: 10, lng: 20, road: 'New St' } },
+      });
       assert.equal(res.statusCode, 200);
-      seen.push(...res.json().map((w: { id: string }) => w.id));
-      const link = res.headers.link as string | undefined;
-      url = link ? /^<([^>]+)>; rel="next"$/.exec(link)?.[1] : undefined;
-      if (link) assert.ok(url, `Link header malformed: ${link}`);
-      pages++;
-    }
-    assert.equal(pages, 3);
-    assert.deepEqual(seen, ids);
-    const badCursor = await t.as(m, { method: 'GET', url: '/warehouses?limit=2&cursor=bm9wZQ' });
-    assert.equal(badCursor.statusCode, 400);
-    assert.deepEqual(badCursor.json().errors, [{ path: '/cursor', message: 'is not a valid cursor' }]);
-    for (const limit of ['0', '1001', 'x']) {
-      assert.equal((await t.as(m, { method: 'GET', url: `/warehouses?limit=${limit}` })).statusCode, 400, `limit=${limit}`);
-    }
-  });
-
-  test('unknown warehouse id: 404 WAREHOUSE_NOT_FOUND; non-UUID id: 400 with the path', async () => {
-    const t = ctx();
-    const m = await t.merchant();
-    const id = '01a20058-cb4a-7657-ba2b-fa105300957e';
-    for (const method of ['GET', 'PUT'] as const) {
-      const res = await t.as(m, { method, url: `/warehouses/${id}`, headers: { 'x-request-id': 'nf' }, payload: method === 'PUT' ? warehouseBody() : undefined });
-      assert.equal(res.statusCode, 404);
-      assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
-      assert.deepEqual(res.json(), { type: 'WAREHOUSE_NOT_FOUND', title: 'Warehouse not found', status: 404, detail: `No warehouse ${id}`, requestId: 'nf' });
-    }
-    const bad = await t.as(m, { method: 'GET', url: '/warehouses/not-a-uuid' });
-    assert.equal(bad.statusCode, 400);
-    assert.deepEqual(bad.json().errors, [{ path: '/id', message: 'must match format "uuid"' }]);
-  });
-
-  test('bad input: 400 with every offending path, nothing written', async () => {
-    const t = ctx();
-    const m = await t.merchant();
-    const cases: Array<[unknown, Array<{ path: string; message: string }>]> = [
-      [warehouseBody({ locationMetadata: { display_name: 'x', lat: 90.0001, lng: -180.5 } }), [
-        { path: '/locationMetadata/lat', message: 'must be <= 90' },
-        { path: '/locationMetadata/lng', message: 'must be >= -180' },
-      ]],
-      [warehouseBody({ contactEmail: 'not-an-email' }), [{ path: '/contactEmail', message: 'must match format "email"' }]],
-      [warehouseBody({ name: 42 }), [{ path: '/name', message: 'must be string' }]],
-      [warehouseBody({ locationMetadata: { display_name: 'x', lat: '55.1', lng: 37 } }), [{ path: '/locationMetadata/lat', message: 'must be number' }]],
-      [warehouseBody({ id: '01a20058-cb4a-7657-ba2b-fa105300957e', merchantId: 'x' }), [
-        { path: '/id', message: 'is not a known field' },
-        { path: '/merchantId', message: 'is not a known field' },
-      ]],
-      [warehouseBody({ status: 'OPEN' }), [{ path: '/status', message: 'must be one of ACTIVE, DISABLED' }]],
-      [{ name: 'x' }, [
-        { path: '/address', message: 'is required' },
-        { path: '/locationMetadata', message: 'is required' },
-      ]],
-      [warehouseBody({ locationMetadata: { lat: 1, lng: 2 } }), [{ path: '/locationMetadata/display_name', message: 'is required' }]],
-      [warehouseBody({ name: '' }), [{ path: '/name', message: 'must NOT have fewer than 1 characters' }]],
-      [[], [{ path: '', message: 'must be object' }]],
-    ];
-    for (const [payload, errors] of cases) {
-      const res = await t.as(m, { method: 'POST', url: '/warehouses', payload: payload as object });
-      assert.equal(res.statusCode, 400, JSON.stringify(payload));
-      const body = res.json();
-      assert.equal(body.type, 'VALIDATION_FAILED');
-      assert.equal(body.title, 'Request validation failed');
-      assert.equal(body.status, 400);
-      assert.deepEqual(body.errors, errors, JSON.stringify(payload));
-    }
-    const malformed = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'content-type': 'application/json', 'x-request-id': 'mj' }, payload: '{"name": ' });
-    assert.equal(malformed.statusCode, 400);
-    assert.deepEqual(malformed.json(), {
-      type: 'VALIDATION_FAILED',
-      title: 'Request validation failed',
-      status: 400,
-      detail: 'The request body is not valid JSON',
-      requestId: 'mj',
-      errors: [{ path: '', message: 'malformed JSON' }],
+      const w = res.json();
+      assert.deepEqual(w, {
+        ...created,
+        name: 'Renamed',
+        nameInt: null,
+        status: 'DISABLED',
+        address: 'New St 2',
+        contactPhone: null,
+        contactEmail: null,
+        locationMetadata: { display_name: 'New St 2', lat: 10, lng: 20, road: 'New St' },
+        location: { type: 'Point', coordinates: [20, 10] },
+        updatedAt: new Date(Date.parse(created.updatedAt) + 5_000).toISOString(),
+      });
+      assert.deepEqual((await t.as(m, { method: 'GET', url: `/warehouses/${created.id}` })).json(), w);
     });
-    // A bad PUT changes nothing either.
-    const w = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() })).json();
-    const put = await t.as(m, { method: 'PUT', url: `/warehouses/${w.id}`, payload: warehouseBody({ name: 'Changed', contactEmail: 'bad' }) });
-    assert.equal(put.statusCode, 400);
-    assert.deepEqual((await t.as(m, { method: 'GET', url: '/warehouses' })).json(), [w]);
-  });
 
-  test('per-merchant cap on warehouses', async () => {
-    const t = ctx();
-    const m = await t.merchant();
-    for (let i = 0; i < 5; i++) assert.equal((await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() })).statusCode, 201);
-    const res = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'x-request-id': 'cap' }, payload: warehouseBody() });
-    assert.equal(res.statusCode, 422);
-    assert.deepEqual(res.json(), {
-      type: 'WAREHOUSE_LIMIT_REACHED',
-      title: 'Warehouse limit reached',
-      status: 422,
-      detail: 'A merchant can have at most 5 warehouses',
-      requestId: 'cap',
+    test('GET /warehouses lists own warehouses, oldest first, filtered by status', async () => {
+      const t = ctx();
+      const m = await t.merchant();
+      const a = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: 'A' }) })).json();
+      const b = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: 'B', status: 'DISABLED' }) })).json();
+      const c = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: 'C' }) })).json();
+      const all = await t.as(m, { method: 'GET', url: '/warehouses' });
+      assert.equal(all.statusCode, 200);
+      assert.deepEqual(all.json(), [a, b, c]);
+      assert.equal(all.headers.link, undefined);
+      assert.deepEqual((await t.as(m, { method: 'GET', url: '/warehouses?status=ACTIVE' })).json(), [a, c]);
+      assert.deepEqual((await t.as(m, { method: 'GET', url: '/warehouses?status=DISABLED' })).json(), [b]);
+      const bad = await t.as(m, { method: 'GET', url: '/warehouses?status=GONE' });
+      assert.equal(bad.statusCode, 400);
+      assert.equal(bad.json().type, 'VALIDATION_FAILED');
+      assert.deepEqual(bad.json().errors, [{ path: '/status', message: 'must be one of ACTIVE, DISABLED' }]);
     });
-    assert.equal((await t.as(m, { method: 'GET', url: '/warehouses' })).json().length, 5);
-  });
-}, { MAX_WAREHOUSES_PER_MERCHANT: '5' });
+
+    test('limit and cursor paginate with a Link rel="next" header', async () => {
+      const t = ctx();
+      const m = await t.merchant();
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push((await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: `W${i}` }) })).json().id);
+      const seen: string[] = [];
+      let url: string | undefined = '/warehouses?limit=2';
+      let pages = 0;
+      while (url) {
+        const res = await t.as(m, { method: 'GET', url });
+        assert.equal(res.statusCode, 200);
+        seen.push(...res.json().map((w: { id: string }) => w.id));
+        const link = res.headers.link as string | undefined;
+        url = link ? /^<([^>]+)>; rel="next"$/.exec(link)?.[1] : undefined;
+        if (link) assert.ok(url, `Link header malformed: ${link}`);
+        pages++;
+      }
+      assert.equal(pages, 3);
+      assert.deepEqual(seen, ids);
+      const badCursor = await t.as(m, { method: 'GET', url: '/warehouses?limit=2&cursor=bm9wZQ' });
+      assert.equal(badCursor.statusCode, 400);
+      assert.deepEqual(badCursor.json().errors, [{ path: '/cursor', message: 'is not a valid cursor' }]);
+      for (const limit of ['0', '1001', 'x']) {
+        assert.equal((await t.as(m, { method: 'GET', url: `/warehouses?limit=${limit}` })).statusCode, 400, `limit=${limit}`);
+      }
+    });
+
+    test('unknown warehouse id: 404 WAREHOUSE_NOT_FOUND; non-UUID id: 400 with the path', async () => {
+      const t = ctx();
+      const m = await t.merchant();
+      const id = '01a20058-cb4a-7657-ba2b-fa105300957e';
+      for (const method of ['GET', 'PUT'] as const) {
+        const res = await t.as(m, {
+          method,
+          url: `/warehouses/${id}`,
+          headers: { 'x-request-id': 'nf' },
+          payload: method === 'PUT' ? warehouseBody() : undefined,
+        });
+        assert.equal(res.statusCode, 404);
+        assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
+        assert.deepEqual(res.json(), { type: 'WAREHOUSE_NOT_FOUND', title: 'Warehouse not found', status: 404, detail: `No warehouse ${id}`, requestId: 'nf' });
+      }
+      const bad = await t.as(m, { method: 'GET', url: '/warehouses/not-a-uuid' });
+      assert.equal(bad.statusCode, 400);
+      assert.deepEqual(bad.json().errors, [{ path: '/id', message: 'must match format "uuid"' }]);
+    });
+
+    test('bad input: 400 with every offending path, nothing written', async () => {
+      const t = ctx();
+      const m = await t.merchant();
+      const cases: Array<[unknown, Array<{ path: string; message: string }>]> = [
+        [
+          warehouseBody({ locationMetadata: { display_name: 'x', lat: 90.0001, lng: -180.5 } }),
+          [
+            { path: '/locationMetadata/lat', message: 'must be <= 90' },
+            { path: '/locationMetadata/lng', message: 'must be >= -180' },
+          ],
+        ],
+        [warehouseBody({ contactEmail: 'not-an-email' }), [{ path: '/contactEmail', message: 'must match format "email"' }]],
+        [warehouseBody({ name: 42 }), [{ path: '/name', message: 'must be string' }]],
+        [warehouseBody({ locationMetadata: { display_name: 'x', lat: '55.1', lng: 37 } }), [{ path: '/locationMetadata/lat', message: 'must be number' }]],
+        [
+          warehouseBody({ id: '01a20058-cb4a-7657-ba2b-fa105300957e', merchantId: 'x' }),
+          [
+            { path: '/id', message: 'is not a known field' },
+            { path: '/merchantId', message: 'is not a known field' },
+          ],
+        ],
+        [warehouseBody({ status: 'OPEN' }), [{ path: '/status', message: 'must be one of ACTIVE, DISABLED' }]],
+        [
+          { name: 'x' },
+          [
+            { path: '/address', message: 'is required' },
+            { path: '/locationMetadata', message: 'is required' },
+          ],
+        ],
+        [warehouseBody({ locationMetadata: { lat: 1, lng: 2 } }), [{ path: '/locationMetadata/display_name', message: 'is required' }]],
+        [warehouseBody({ name: '' }), [{ path: '/name', message: 'must NOT have fewer than 1 characters' }]],
+        [[], [{ path: '', message: 'must be object' }]],
+      ];
+      for (const [payload, errors] of cases) {
+        const res = await t.as(m, { method: 'POST', url: '/warehouses', payload: payload as object });
+        assert.equal(res.statusCode, 400, JSON.stringify(payload));
+        const body = res.json();
+        assert.equal(body.type, 'VALIDATION_FAILED');
+        assert.equal(body.title, 'Request validation failed');
+        assert.equal(body.status, 400);
+        assert.deepEqual(body.errors, errors, JSON.stringify(payload));
+      }
+      const malformed = await t.as(m, {
+        method: 'POST',
+        url: '/warehouses',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'mj' },
+        payload: '{"name": ',
+      });
+      assert.equal(malformed.statusCode, 400);
+      assert.deepEqual(malformed.json(), {
+        type: 'VALIDATION_FAILED',
+        title: 'Request validation failed',
+        status: 400,
+        detail: 'The request body is not valid JSON',
+        requestId: 'mj',
+        errors: [{ path: '', message: 'malformed JSON' }],
+      });
+      // A bad PUT changes nothing either.
+      const w = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() })).json();
+      const put = await t.as(m, { method: 'PUT', url: `/warehouses/${w.id}`, payload: warehouseBody({ name: 'Changed', contactEmail: 'bad' }) });
+      assert.equal(put.statusCode, 400);
+      assert.deepEqual((await t.as(m, { method: 'GET', url: '/warehouses' })).json(), [w]);
+    });
+
+    test('per-merchant cap on warehouses', async () => {
+      const t = ctx();
+      const m = await t.merchant();
+      for (let i = 0; i < 5; i++) assert.equal((await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() })).statusCode, 201);
+      const res = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'x-request-id': 'cap' }, payload: warehouseBody() });
+      assert.equal(res.statusCode, 422);
+      assert.deepEqual(res.json(), {
+        type: 'WAREHOUSE_LIMIT_REACHED',
+        title: 'Warehouse limit reached',
+        status: 422,
+        detail: 'A merchant can have at most 5 warehouses',
+        requestId: 'cap',
+      });
+      assert.equal((await t.as(m, { method: 'GET', url: '/warehouses' })).json().length, 5);
+    });
+  },
+  { MAX_WAREHOUSES_PER_MERCHANT: '5' },
+);
 
 describeEachStore('warehouses: tenant isolation', (ctx) => {
-  test('merchant B cannot read or replace merchant A\'s warehouse: 404 identical to a random id', async () => {
+  test("merchant B cannot read or replace merchant A's warehouse: 404 identical to a random id", async () => {
     const t = ctx();
     const a = await t.merchant('A');
     const b = await t.merchant('B');
@@ -219,14 +242,14 @@ describeEachStore('warehouses: tenant isolation', (ctx) => {
       const theirs = await t.as(b, { method, url: `/warehouses/${wa.id}`, headers: { 'x-request-id': 'iso' }, payload });
       const none = await t.as(b, { method, url: `/warehouses/${random}`, headers: { 'x-request-id': 'iso' }, payload });
       assert.equal(theirs.statusCode, 404);
-      assert.deepEqual({ ...theirs.json(), detail: '' }, { ...none.json(), detail: '' });
+      assert.deepEqual({ ...(theirs.json() as object), detail: '' }, { ...(none.json() as object), detail: '' });
       assert.equal(theirs.json().detail, `No warehouse ${wa.id}`, 'the detail only echoes the id the caller sent');
       assert.deepEqual(Object.keys(theirs.headers).sort(), Object.keys(none.headers).sort());
     }
-    assert.deepEqual((await t.as(a, { method: 'GET', url: `/warehouses/${wa.id}` })).json(), wa, 'A\'s warehouse is unchanged');
+    assert.deepEqual((await t.as(a, { method: 'GET', url: `/warehouses/${wa.id}` })).json(), wa, "A's warehouse is unchanged");
   });
 
-  test('lists never show another merchant\'s rows', async () => {
+  test("lists never show another merchant's rows", async () => {
     const t = ctx();
     const a = await t.merchant('A');
     const b = await t.merchant('B');

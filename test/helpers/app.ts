@@ -6,7 +6,7 @@ import { type Database, migrateToLatest, openDatabase } from '../../src/db/datab
 import { ManualClock } from '../../src/lib/clock.ts';
 import { parseMajorAmount } from '../../src/lib/money.ts';
 import type { Services } from '../../src/services.ts';
-import { checkContract } from './contract.ts';
+import { checkContract, checkFetchResponse } from './contract.ts';
 import { createStore, STORES, type StoreName, type TestStore } from './stores.ts';
 
 /** A fixed signing key for tests (never used outside them). */
@@ -32,7 +32,17 @@ export interface TestApp {
   token(m: Merchant): Promise<string>;
   /** A request with the merchant's bearer token. */
   as(m: Merchant | string, opts: InjectOptions): Promise<LightMyRequestResponse>;
+  /** Listens on a random loopback port (once) and returns the base URL, for tests that need real sockets. */
+  listen(): Promise<string>;
+  /** A real HTTP request (fetch) against listen()'s server; body as parsed JSON (or text). */
+  http(m: Merchant | string | undefined, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult>;
   close(): Promise<void>;
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  body: any;
 }
 
 export async function createTestApp(storeName: StoreName = 'sqlite', env: Record<string, string> = {}): Promise<TestApp> {
@@ -57,6 +67,7 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
   });
   await app.ready();
   const tokens = new Map<string, string>();
+  let baseUrl: Promise<string> | undefined;
 
   const t: TestApp = {
     store,
@@ -90,6 +101,23 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
     async as(m, opts) {
       const token = typeof m === 'string' ? m : await t.token(m);
       return t.request({ ...opts, headers: { ...opts.headers, authorization: `Bearer ${token}` } });
+    },
+    async listen() {
+      baseUrl ??= app.listen({ port: 0, host: '127.0.0.1' });
+      return baseUrl;
+    },
+    async http(m, method, path, body, headers = {}) {
+      const url = await t.listen();
+      const auth: Record<string, string> = m === undefined ? {} : { authorization: `Bearer ${typeof m === 'string' ? m : await t.token(m)}` };
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      const parsed = /json/.test(res.headers.get('content-type') ?? '') ? JSON.parse(text) : text;
+      checkFetchResponse(method, path, res.status, res.headers, text);
+      return { status: res.status, headers: res.headers, body: parsed };
     },
     async close() {
       await app.close();

@@ -1,0 +1,502 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { describeEachStore, ISO_MS_RE, type Merchant, type TestApp, UUID_RE, warehouseBody } from './helpers/app.ts';
+
+/** A warehouse on the equator at 0,0; destinations along the equator have hand-computable distances. */
+const WAREHOUSE_META = { display_name: 'Null Island 1', lat: 0, lng: 0, city: 'Gulf', country_code: 'xx' };
+const DESTINATION = { lat: 0, lng: 0.1, display_name: 'Destination 5', city: 'Gulf' }; // 11 120 m
+const RECIPIENT = { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' };
+const STANDARD_PRICE = '516.00'; // see pricing.test.ts
+const STANDARD_MINOR = 51_600;
+
+async function setup(t: TestApp, balance = '5000') {
+  const m = await t.merchant('Shop', balance);
+  const w = (
+    await t.as(m, {
+      method: 'POST',
+      url: '/warehouses',
+      payload: warehouseBody({ address: 'Null Island 1', locationMetadata: WAREHOUSE_META }),
+    })
+  ).json();
+  return { m, w };
+}
+
+function quoteBody(warehouseId: string, overrides: Record<string, unknown> = {}) {
+  return {
+    destinationLocation: DESTINATION,
+    warehouseId,
+    parcelSize: 'SMALL',
+    isFragile: false,
+    isPerishable: false,
+    deliveryType: 'DOOR_TO_DOOR',
+    ...overrides,
+  };
+}
+
+async function quote(t: TestApp, m: Merchant, warehouseId: string, overrides: Record<string, unknown> = {}) {
+  const res = await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(warehouseId, overrides) });
+  assert.equal(res.statusCode, 201, res.body);
+  return res.json();
+}
+
+function transferBody(quoteId: string, overrides: Record<string, unknown> = {}) {
+  return { matchmakingId: quoteId, productKey: 'standard', description: 'Two books', recipientInfo: RECIPIENT, ...overrides };
+}
+
+/** Balance, ledger and the invariant that ties them: balance = sum(ledger) >= 0. */
+async function money(t: TestApp, m: Merchant) {
+  const l = await t.services.merchants.ledger(m.merchantId);
+  assert.equal(l.ledgerSum, l.merchant.balance, 'the balance equals the sum of its ledger');
+  assert.ok(l.merchant.balanceMinor >= 0);
+  return { balance: l.merchant.balance, entries: l.entries };
+}
+
+async function quoteStatus(t: TestApp, id: string) {
+  return (await t.database.db.selectFrom('quotes').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+}
+
+async function countTransfers(t: TestApp, merchantId: string) {
+  const rows = await t.database.db.selectFrom('transfers').select('id').where('merchant_id', '=', merchantId).execute();
+  return rows.length;
+}
+
+describeEachStore('POST /options', (ctx) => {
+  test('creates a pending quote with every product priced; prices frozen until expiresAt', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const res = await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(w.id) });
+    assert.equal(res.statusCode, 201);
+    assert.match(res.headers['content-type'] as string, /^application\/json/);
+    const q = res.json();
+    for (const id of [q.id, q.transfer_id, q.event_id]) assert.match(id, UUID_RE);
+    assert.equal(new Set([q.id, q.transfer_id, q.event_id]).size, 3);
+    assert.deepEqual(q, {
+      id: q.id,
+      transfer_id: q.transfer_id,
+      event_id: q.event_id,
+      currency: 'RUB',
+      distanceMeters: 11_120,
+      expiresAt: new Date(t.clock.now() + 900_000).toISOString(),
+      products: {
+        standard: {
+          status: 'AVAILABLE',
+          unavailableReason: null,
+          name: 'Standard delivery',
+          common: {
+            pattern: 'standard',
+            router_id: 'city-standard',
+            tags: ['standard', 'same_day'],
+            price: {
+              original_amount: '516.00',
+              payable_amount: '516.00',
+              discount_pct: '0.00',
+              courier_fee_total: '477.00',
+              service_fee_total: '29.00',
+              stop_fee_total: '10.00',
+              discount_amount: '0.00',
+            },
+          },
+        },
+        express: {
+          status: 'AVAILABLE',
+          unavailableReason: null,
+          name: 'Express delivery',
+          common: {
+            pattern: 'express',
+            router_id: 'city-express',
+            tags: ['express', 'within_2_hours'],
+            price: {
+              original_amount: '852.80',
+              payable_amount: '767.52',
+              discount_pct: '10.00',
+              courier_fee_total: '793.80',
+              service_fee_total: '49.00',
+              stop_fee_total: '10.00',
+              discount_amount: '85.28',
+            },
+          },
+        },
+      },
+    });
+    assert.equal(await quoteStatus(t, q.id), 'pending');
+  });
+
+  test('a product out of its range is UNAVAILABLE with a reason; beyond every range is OUT_OF_SERVICE_AREA and stores nothing', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const q = await quote(t, m, w.id, { destinationLocation: { ...DESTINATION, lng: 0.3 } }); // 33.4 km: express (25 km) out
+    assert.equal(q.products.standard.status, 'AVAILABLE');
+    assert.equal(q.products.express.status, 'UNAVAILABLE');
+    assert.equal(q.products.express.unavailableReason, 'DISTANCE_EXCEEDS_RANGE');
+    const before = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).execute();
+    const far = await t.as(m, {
+      method: 'POST',
+      url: '/options',
+      headers: { 'x-request-id': 'far' },
+      payload: quoteBody(w.id, { destinationLocation: { ...DESTINATION, lng: 1 } }),
+    });
+    assert.equal(far.statusCode, 422);
+    assert.deepEqual(far.json(), {
+      type: 'OUT_OF_SERVICE_AREA',
+      title: 'Destination out of service area',
+      status: 422,
+      detail: "The destination is 111.2 km from the warehouse, beyond every product's range",
+      requestId: 'far',
+    });
+    const after = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).execute();
+    assert.equal(after.length, before.length);
+  });
+
+  test('a DISABLED warehouse cannot be quoted from: 422 WAREHOUSE_DISABLED', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    await t.as(m, { method: 'PUT', url: `/warehouses/${w.id}`, payload: warehouseBody({ status: 'DISABLED', locationMetadata: WAREHOUSE_META }) });
+    const res = await t.as(m, { method: 'POST', url: '/options', headers: { 'x-request-id': 'dis' }, payload: quoteBody(w.id) });
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(res.json(), {
+      type: 'WAREHOUSE_DISABLED',
+      title: 'Warehouse disabled',
+      status: 422,
+      detail: `Warehouse ${w.id} is DISABLED and cannot be quoted from`,
+      requestId: 'dis',
+    });
+  });
+
+  test('validation: enumerated parcelSize and deliveryType, required fields, unknown fields, coordinates', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const cases: Array<[Record<string, unknown>, Array<{ path: string; message: string }>]> = [
+      [quoteBody(w.id, { parcelSize: 'HUGE' }), [{ path: '/parcelSize', message: 'must be one of SMALL, MEDIUM, LARGE, EXTRA_LARGE' }]],
+      [quoteBody(w.id, { deliveryType: 'DRONE' }), [{ path: '/deliveryType', message: 'must be one of DOOR_TO_DOOR, CURBSIDE' }]],
+      [quoteBody(w.id, { warehouseId: 'abc' }), [{ path: '/warehouseId', message: 'must match format "uuid"' }]],
+      [quoteBody(w.id, { isFragile: 'yes' }), [{ path: '/isFragile', message: 'must be boolean' }]],
+      [quoteBody(w.id, { destinationLocation: { lat: 91, lng: 0, display_name: 'x' } }), [{ path: '/destinationLocation/lat', message: 'must be <= 90' }]],
+      [quoteBody(w.id, { price: 1 }), [{ path: '/price', message: 'is not a known field' }]],
+      [
+        { warehouseId: w.id },
+        [
+          { path: '/destinationLocation', message: 'is required' },
+          { path: '/parcelSize', message: 'is required' },
+          { path: '/deliveryType', message: 'is required' },
+        ],
+      ],
+    ];
+    for (const [payload, errors] of cases) {
+      const res = await t.as(m, { method: 'POST', url: '/options', payload });
+      assert.equal(res.statusCode, 400, JSON.stringify(payload));
+      assert.deepEqual(res.json().errors, errors, JSON.stringify(payload));
+    }
+    const count = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).execute();
+    assert.equal(count.length, 0, 'no quote was stored');
+  });
+
+  test('a new tariff prices new quotes; existing quotes keep their frozen prices', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const old = await quote(t, m, w.id);
+    const current = await t.services.tariffs.current();
+    const doc = structuredClone(current.document);
+    doc.products.standard.serviceFee = 9_900;
+    const { version } = await t.services.tariffs.set(doc);
+    assert.ok(version >= 1);
+    const fresh = await quote(t, m, w.id);
+    assert.equal(fresh.products.standard.common.price.service_fee_total, '99.00');
+    assert.equal(fresh.products.standard.common.price.payable_amount, '586.00');
+    const res = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(old.id) });
+    assert.equal(res.statusCode, 201);
+    assert.equal(res.json().totalPrice, 516);
+    await t.services.tariffs.set(current.document); // restore for the other tests of this suite
+  });
+});
+
+describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
+  test('consumes the quote, charges the balance with a ledger entry, returns every field; lookup equals creation', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t, '1000');
+    const q = await quote(t, m, w.id);
+    const res = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) });
+    assert.equal(res.statusCode, 201, res.body);
+    const tr = res.json();
+    assert.equal(res.headers.location, `/transfer/${q.transfer_id}`);
+    assert.match(tr.transferCode, /^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/);
+    assert.match(tr.trackingCode, /^[A-Za-z0-9_-]{22}$/);
+    assert.match(tr.createdAt, ISO_MS_RE);
+    assert.deepEqual(tr, {
+      id: q.transfer_id,
+      state: 'inProgress',
+      transferCode: tr.transferCode,
+      trackingCode: tr.trackingCode,
+      parcelSize: 'SMALL',
+      description: 'Two books',
+      pickupLocation: { type: 'Point', coordinates: [0, 0] },
+      pickupAddress: 'Null Island 1',
+      destinationLocation: { type: 'Point', coordinates: [0.1, 0] },
+      destinationAddress: 'Destination 5',
+      destinationAddressMetadata: DESTINATION,
+      pickupAddressMetaData: WAREHOUSE_META,
+      deliveryOptionName: 'Standard delivery',
+      paymentTtlMinutes: 30,
+      paymentExpiresAt: new Date(t.clock.now() + 30 * 60_000).toISOString(),
+      recipientInfo: RECIPIENT,
+      source: 'API',
+      recipientFullName: 'Anna Ivanova',
+      totalPrice: 516,
+      currency: 'RUB',
+      isFragile: false,
+      isPerishable: false,
+      senderInfo: { merchantId: m.merchantId, name: 'Shop', warehouseName: 'Main warehouse', phone: '+7 495 000-00-00', email: 'warehouse@example.com' },
+      warehouseId: w.id,
+      matchmakingId: q.id,
+      productKey: 'standard',
+      createdAt: new Date(t.clock.now()).toISOString(),
+    });
+    assert.equal(await quoteStatus(t, q.id), 'consumed');
+    const { balance, entries } = await money(t, m);
+    assert.equal(balance, '484.00');
+    assert.deepEqual(
+      entries.map((e) => [e.kind, e.amount, e.balanceAfter, e.transferId]),
+      [
+        ['TOP_UP', '1000.00', '1000.00', null],
+        ['CHARGE', `-${STANDARD_PRICE}`, '484.00', tr.id],
+      ],
+    );
+    const got = await t.as(m, { method: 'GET', url: `/transfer/${tr.id}` });
+    assert.equal(got.statusCode, 200);
+    assert.deepEqual(got.json(), tr);
+  });
+
+  test('express with flags: the frozen discounted price is charged', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t, '5000');
+    const q = await quote(t, m, w.id, { isFragile: true, isPerishable: true, parcelSize: 'MEDIUM' });
+    // courier (349.00 + 11.12 * 40.00) * 1.25 = 992.25, + 75.00 + 75.00 = 1142.25; original 1201.25; -10% 120.13 (120.125 rounds up)
+    assert.deepEqual(q.products.express.common.price, {
+      original_amount: '1201.25',
+      payable_amount: '1081.12',
+      discount_pct: '10.00',
+      courier_fee_total: '1142.25',
+      service_fee_total: '49.00',
+      stop_fee_total: '10.00',
+      discount_amount: '120.13',
+    });
+    const payable = q.products.express.common.price.payable_amount;
+    const res = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id, { productKey: 'express' }) });
+    assert.equal(res.statusCode, 201);
+    const tr = res.json();
+    assert.equal(tr.totalPrice, Number(payable));
+    assert.deepEqual([tr.isFragile, tr.isPerishable, tr.parcelSize, tr.deliveryOptionName], [true, true, 'MEDIUM', 'Express delivery']);
+    const { balance } = await money(t, m);
+    assert.equal(balance, '3918.88');
+  });
+
+  test('QUOTE_ALREADY_USED: 409 with the transfer id; nothing changes', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const q = await quote(t, m, w.id);
+    const first = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) });
+    assert.equal(first.statusCode, 201);
+    const before = await money(t, m);
+    const again = await t.as(m, {
+      method: 'POST',
+      url: '/transfer',
+      headers: { 'x-request-id': 'used' },
+      payload: transferBody(q.id, { productKey: 'express' }),
+    });
+    assert.equal(again.statusCode, 409);
+    assert.deepEqual(again.json(), {
+      type: 'QUOTE_ALREADY_USED',
+      title: 'Quote already used',
+      status: 409,
+      detail: `The quote was already used by transfer ${q.transfer_id}`,
+      requestId: 'used',
+      transferId: q.transfer_id,
+    });
+    assert.deepEqual(await money(t, m), before);
+    assert.equal(await countTransfers(t, m.merchantId), 1);
+  });
+
+  test("QUOTE_NOT_FOUND: random id and another merchant's quote are indistinguishable", async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const other = await setup(t);
+    const q = await quote(t, m, w.id);
+    const random = '01a20058-cb4a-7657-ba2b-fa105300957e';
+    const mine = await t.as(other.m, { method: 'POST', url: '/transfer', headers: { 'x-request-id': 'nf' }, payload: transferBody(q.id) });
+    const none = await t.as(other.m, { method: 'POST', url: '/transfer', headers: { 'x-request-id': 'nf' }, payload: transferBody(random) });
+    assert.equal(mine.statusCode, 404);
+    assert.deepEqual(mine.json(), { type: 'QUOTE_NOT_FOUND', title: 'Quote not found', status: 404, detail: `No quote ${q.id}`, requestId: 'nf' });
+    assert.deepEqual({ ...(none.json() as object), detail: '' }, { ...(mine.json() as object), detail: '' });
+    assert.equal(await quoteStatus(t, q.id), 'pending', "A's quote is untouched");
+    assert.equal((await money(t, other.m)).balance, '5000.00');
+  });
+
+  test('QUOTE_EXPIRED after QUOTE_TTL_SECONDS: 422, the quote and the balance unchanged', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const q = await quote(t, m, w.id);
+    t.clock.advance(900_000 - 1);
+    const q2 = await quote(t, m, w.id);
+    assert.equal((await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) })).statusCode, 201, 'valid until the last millisecond');
+    t.clock.advance(900_000);
+    const res = await t.as(m, { method: 'POST', url: '/transfer', headers: { 'x-request-id': 'exp' }, payload: transferBody(q2.id) });
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(res.json(), {
+      type: 'QUOTE_EXPIRED',
+      title: 'Quote expired',
+      status: 422,
+      detail: `Quote ${q2.id} expired at ${q2.expiresAt}; request new options`,
+      requestId: 'exp',
+    });
+    assert.equal(await quoteStatus(t, q2.id), 'pending');
+    assert.equal((await money(t, m)).balance, (5000 - 516).toFixed(2));
+  });
+
+  test('PRODUCT_NOT_AVAILABLE: unknown key or an UNAVAILABLE product; quote stays pending', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const q = await quote(t, m, w.id, { destinationLocation: { ...DESTINATION, lng: 0.3 } });
+    const unknown = await t.as(m, {
+      method: 'POST',
+      url: '/transfer',
+      headers: { 'x-request-id': 'pna' },
+      payload: transferBody(q.id, { productKey: 'teleport' }),
+    });
+    assert.equal(unknown.statusCode, 422);
+    assert.deepEqual(unknown.json(), {
+      type: 'PRODUCT_NOT_AVAILABLE',
+      title: 'Product not available',
+      status: 422,
+      detail: 'The quote has no product "teleport"',
+      requestId: 'pna',
+    });
+    const unavailable = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id, { productKey: 'express' }) });
+    assert.equal(unavailable.statusCode, 422);
+    assert.equal(unavailable.json().detail, 'Product "express" is not available for this quote (DISTANCE_EXCEEDS_RANGE)');
+    assert.equal(await quoteStatus(t, q.id), 'pending');
+    assert.equal((await money(t, m)).balance, '5000.00');
+    assert.equal((await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) })).statusCode, 201, 'the quote can still be used');
+  });
+
+  test('INSUFFICIENT_BALANCE: 402, nothing changes; after a top-up the same quote works', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t, '515.99');
+    const q = await quote(t, m, w.id);
+    const res = await t.as(m, { method: 'POST', url: '/transfer', headers: { 'x-request-id': 'poor' }, payload: transferBody(q.id) });
+    assert.equal(res.statusCode, 402);
+    assert.deepEqual(res.json(), {
+      type: 'INSUFFICIENT_BALANCE',
+      title: 'Insufficient balance',
+      status: 402,
+      detail: 'The balance does not cover 516.00 RUB; top up and retry',
+      requestId: 'poor',
+    });
+    assert.equal(await quoteStatus(t, q.id), 'pending');
+    const after = await money(t, m);
+    assert.equal(after.balance, '515.99');
+    assert.equal(after.entries.length, 1);
+    assert.equal(await countTransfers(t, m.merchantId), 0);
+    await t.services.merchants.topUp(m.merchantId, 1);
+    assert.equal((await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) })).statusCode, 201);
+    assert.equal((await money(t, m)).balance, '0.00');
+  });
+
+  test('a warehouse disabled after quoting: 422 WAREHOUSE_DISABLED, nothing charged', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const q = await quote(t, m, w.id);
+    await t.as(m, { method: 'PUT', url: `/warehouses/${w.id}`, payload: warehouseBody({ status: 'DISABLED', locationMetadata: WAREHOUSE_META }) });
+    const res = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) });
+    assert.equal(res.statusCode, 422);
+    assert.equal(res.json().type, 'WAREHOUSE_DISABLED');
+    assert.equal(await quoteStatus(t, q.id), 'pending');
+    assert.equal((await money(t, m)).balance, '5000.00');
+  });
+
+  test('validation: 400 with paths, nothing consumed', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const q = await quote(t, m, w.id);
+    const cases: Array<[Record<string, unknown>, Array<{ path: string; message: string }>]> = [
+      [transferBody(q.id, { recipientInfo: { firstName: 'A', lastName: 'B' } }), [{ path: '/recipientInfo/phone', message: 'is required' }]],
+      [transferBody(q.id, { matchmakingId: 'nope' }), [{ path: '/matchmakingId', message: 'must match format "uuid"' }]],
+      [transferBody(q.id, { totalPrice: 0 }), [{ path: '/totalPrice', message: 'is not a known field' }]],
+      [transferBody(q.id, { productKey: '' }), [{ path: '/productKey', message: 'must NOT have fewer than 1 characters' }]],
+    ];
+    for (const [payload, errors] of cases) {
+      const res = await t.as(m, { method: 'POST', url: '/transfer', payload });
+      assert.equal(res.statusCode, 400, JSON.stringify(payload));
+      assert.deepEqual(res.json().errors, errors);
+    }
+    assert.equal(await quoteStatus(t, q.id), 'pending');
+  });
+
+  test("GET /transfer/{id}: another merchant's transfer is 404 like a random id; non-UUID is 400", async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const other = await t.merchant('Other');
+    const q = await quote(t, m, w.id);
+    const tr = (await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) })).json();
+    const theirs = await t.as(other, { method: 'GET', url: `/transfer/${tr.id}`, headers: { 'x-request-id': 'x' } });
+    const none = await t.as(other, { method: 'GET', url: '/transfer/01a20058-cb4a-7657-ba2b-fa105300957e', headers: { 'x-request-id': 'x' } });
+    assert.equal(theirs.statusCode, 404);
+    assert.deepEqual(theirs.json(), { type: 'TRANSFER_NOT_FOUND', title: 'Transfer not found', status: 404, detail: `No transfer ${tr.id}`, requestId: 'x' });
+    assert.deepEqual({ ...(none.json() as object), detail: '' }, { ...(theirs.json() as object), detail: '' });
+    const bad = await t.as(m, { method: 'GET', url: '/transfer/123' });
+    assert.equal(bad.statusCode, 400);
+    assert.deepEqual(bad.json().errors, [{ path: '/transferId', message: 'must match format "uuid"' }]);
+  });
+
+  test("another merchant cannot quote from A's warehouse (404 WAREHOUSE_NOT_FOUND)", async () => {
+    const t = ctx();
+    const { w } = await setup(t);
+    const other = await t.merchant('Other');
+    const res = await t.as(other, { method: 'POST', url: '/options', headers: { 'x-request-id': 'w' }, payload: quoteBody(w.id) });
+    assert.equal(res.statusCode, 404);
+    assert.deepEqual(res.json(), { type: 'WAREHOUSE_NOT_FOUND', title: 'Warehouse not found', status: 404, detail: `No warehouse ${w.id}`, requestId: 'w' });
+  });
+});
+
+describeEachStore('transfers under real concurrency', (ctx) => {
+  test('50 concurrent POST /transfer on one quote: exactly one 201, 49 × 409, charged once', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t, '1000');
+    const q = await quote(t, m, w.id);
+    const token = await t.token(m);
+    const results = await Promise.all(Array.from({ length: 50 }, () => t.http(token, 'POST', '/transfer', transferBody(q.id))));
+    const statuses = results.map((r) => r.status).sort();
+    assert.deepEqual(statuses, [201, ...Array(49).fill(409)]);
+    for (const r of results.filter((r) => r.status === 409)) {
+      assert.equal(r.body.type, 'QUOTE_ALREADY_USED');
+      assert.equal(r.body.transferId, q.transfer_id);
+    }
+    assert.equal(await countTransfers(t, m.merchantId), 1);
+    const { balance, entries } = await money(t, m);
+    assert.equal(balance, '484.00');
+    assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 1);
+  });
+
+  test('20 concurrent transfers on distinct quotes, balance for only 5: exactly 5 succeed, balance ends at 0', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t, ((5 * STANDARD_MINOR) / 100).toFixed(2));
+    const quotes = [];
+    for (let i = 0; i < 20; i++) quotes.push(await quote(t, m, w.id));
+    const token = await t.token(m);
+    const results = await Promise.all(quotes.map((q) => t.http(token, 'POST', '/transfer', transferBody(q.id))));
+    const ok = results.filter((r) => r.status === 201);
+    assert.equal(ok.length, 5);
+    assert.ok(
+      results.every((r) => r.status === 201 || (r.status === 402 && r.body.type === 'INSUFFICIENT_BALANCE')),
+      JSON.stringify(results.map((r) => r.status)),
+    );
+    const { balance, entries } = await money(t, m);
+    assert.equal(balance, '0.00');
+    assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 5);
+    assert.ok(
+      entries.every((e) => Number(e.balanceAfter) >= 0),
+      'never negative at any point of the ledger',
+    );
+    assert.equal(await countTransfers(t, m.merchantId), 5);
+    const consumed = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).where('status', '=', 'consumed').execute();
+    assert.equal(consumed.length, 5, 'refused transfers left their quotes pending');
+  });
+});
