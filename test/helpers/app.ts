@@ -66,7 +66,7 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
     logStream: { write: (line: string) => void logs.push(line) },
   });
   await app.ready();
-  const tokens = new Map<string, string>();
+  const tokens = new Map<string, { token: string; at: number }>();
   let baseUrl: Promise<string> | undefined;
 
   const t: TestApp = {
@@ -87,7 +87,7 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
     },
     async token(m) {
       const cached = tokens.get(m.clientId);
-      if (cached) return cached;
+      if (cached && clock.now() - cached.at < 3_000_000) return cached.token; // refresh well before expiry, like a real client
       const res = await t.request({
         method: 'POST',
         url: '/auth/token',
@@ -95,7 +95,7 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
       });
       if (res.statusCode !== 200) throw new Error(`token request failed: ${res.statusCode} ${res.body}`);
       const token = res.json().access_token as string;
-      tokens.set(m.clientId, token);
+      tokens.set(m.clientId, { token, at: clock.now() });
       return token;
     },
     async as(m, opts) {

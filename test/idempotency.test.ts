@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { describeEachStore, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
+
+const DESTINATION = { lat: 0, lng: 0.1, display_name: 'Destination 5', city: 'Gulf' };
+const RECIPIENT = { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' };
+
+async function setup(t: TestApp) {
+  const m = await t.merchant('Shop', '5000');
+  const w = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ locationMetadata: { display_name: 'W', lat: 0, lng: 0 } }) })).json();
+  const q = (
+    await t.as(m, {
+      method: 'POST',
+      url: '/options',
+      payload: { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' },
+    })
+  ).json();
+  return { m, w, q };
+}
+
+const transfer = (t: TestApp, m: Merchant, body: object, key?: string) =>
+  t.as(m, { method: 'POST', url: '/transfer', headers: key ? { 'idempotency-key': key } : {}, payload: body });
+
+async function charges(t: TestApp, m: Merchant) {
+  return (await t.services.merchants.ledger(m.merchantId)).entries.filter((e) => e.kind === 'CHARGE').length;
+}
+
+describeEachStore('Idempotency-Key', (ctx) => {
+  test('same key and body: the stored response is replayed (status, body, Location), charged once', async () => {
+    const t = ctx();
+    const { m, q } = await setup(t);
+    const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
+    const first = await transfer(t, m, body, 'key-1');
+    assert.equal(first.statusCode, 201);
+    assert.equal(first.headers['idempotent-replayed'], undefined);
+    // Same body with keys in another order is the same request.
+    const reordered = {
+      recipientInfo: { phone: RECIPIENT.phone, lastName: 'Ivanova', firstName: 'Anna' },
+      description: 'Books',
+      productKey: 'standard',
+      matchmakingId: q.id,
+    };
+    const replay = await transfer(t, m, reordered, 'key-1');
+    assert.equal(replay.statusCode, 201);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal(replay.headers.location, first.headers.location);
+    assert.match(replay.headers['content-type'] as string, /^application\/json/);
+    assert.deepEqual(replay.json(), first.json());
+    assert.equal(await charges(t, m), 1);
+    // Without the key, the same request is a new attempt: the quote is used.
+    assert.equal((await transfer(t, m, body)).statusCode, 409);
+  });
+
+  test('same key with another body: 422 IDEMPOTENCY_KEY_REUSED; nothing happens', async () => {
+    const t = ctx();
+    const { m, q } = await setup(t);
+    const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
+    await transfer(t, m, body, 'key-2');
+    const other = await t.as(m, {
+      method: 'POST',
+      url: '/transfer',
+      headers: { 'idempotency-key': 'key-2', 'x-request-id': 'reuse' },
+      payload: { ...body, description: 'Other' },
+    });
+    assert.equal(other.statusCode, 422);
+    assert.deepEqual(other.json(), {
+      type: 'IDEMPOTENCY_KEY_REUSED',
+      title: 'Idempotency key reused',
+      status: 422,
+      detail: 'This Idempotency-Key was used with a different request; use a new key for a new request',
+      requestId: 'reuse',
+    });
+    // Same key on another endpoint is another request too.
+    const elsewhere = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'key-2' }, payload: warehouseBody() });
+    assert.equal(elsewhere.statusCode, 422);
+    assert.equal(await charges(t, m), 1);
+  });
+
+  test('a concurrent duplicate is 409 IDEMPOTENCY_KEY_IN_USE while the first runs', async () => {
+    const t = ctx();
+    const m = await t.merchant();
+    const first = await t.services.idempotency.begin(m.merchantId, 'key-3', 'hash');
+    assert.deepEqual(first, { kind: 'proceed' });
+    await assert.rejects(t.services.idempotency.begin(m.merchantId, 'key-3', 'hash'), { code: 'IDEMPOTENCY_KEY_IN_USE' });
+    // Over HTTP too: the key is held by the unfinished first request.
+    const res = await t.as(m, {
+      method: 'POST',
+      url: '/warehouses',
+      headers: { 'idempotency-key': 'key-3', 'x-request-id': 'busy' },
+      payload: warehouseBody(),
+    });
+    assert.equal(res.statusCode, 422, 'a different request hash is REUSED even while in progress');
+    await t.services.idempotency.release(m.merchantId, 'key-3');
+    const after = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'key-3' }, payload: warehouseBody() });
+    assert.equal(after.statusCode, 201, 'a released key can be used again');
+  });
+
+  test('concurrent identical requests with one key: one transfer; the rest replay or get 409', async () => {
+    const t = ctx();
+    const { m, q } = await setup(t);
+    const token = await t.token(m);
+    const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
+    const results = await Promise.all(Array.from({ length: 10 }, () => t.http(token, 'POST', '/transfer', body, { 'idempotency-key': 'key-4' })));
+    const created = results.filter((r) => r.status === 201);
+    assert.ok(created.length >= 1);
+    for (const r of created) assert.deepEqual(r.body, created[0].body);
+    for (const r of results.filter((r) => r.status !== 201)) {
+      assert.equal(r.status, 409);
+      assert.equal(r.body.type, 'IDEMPOTENCY_KEY_IN_USE');
+      assert.equal(r.headers.get('retry-after'), '1');
+    }
+    assert.equal(await charges(t, m), 1);
+  });
+
+  test('keys are scoped per merchant', async () => {
+    const t = ctx();
+    const a = await t.merchant('A');
+    const b = await t.merchant('B');
+    const ra = await t.as(a, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'shared' }, payload: warehouseBody({ name: 'A' }) });
+    const rb = await t.as(b, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'shared' }, payload: warehouseBody({ name: 'B' }) });
+    assert.equal(ra.statusCode, 201);
+    assert.equal(rb.statusCode, 201);
+    assert.equal(rb.headers['idempotent-replayed'], undefined);
+    assert.equal(rb.json().merchantId, b.merchantId);
+  });
+
+  test('refusals are replayed too (Stripe semantics); keys expire after 24 hours', async () => {
+    const t = ctx();
+    const m = await t.merchant('Poor', '0');
+    const w = (
+      await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ locationMetadata: { display_name: 'W', lat: 0, lng: 0 } }) })
+    ).json();
+    const q = (
+      await t.as(m, {
+        method: 'POST',
+        url: '/options',
+        payload: { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' },
+      })
+    ).json();
+    const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
+    const refused = await transfer(t, m, body, 'key-5');
+    assert.equal(refused.statusCode, 402);
+    await t.services.merchants.topUp(m.merchantId, 100_000);
+    const replayed = await transfer(t, m, body, 'key-5');
+    assert.equal(replayed.statusCode, 402);
+    assert.equal(replayed.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(replayed.json(), refused.json());
+    assert.equal((await transfer(t, m, body, 'key-5b')).statusCode, 201, 'a new key makes a new attempt');
+    t.clock.advance(24 * 3_600_000);
+    const reused = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'key-5' }, payload: warehouseBody() });
+    assert.equal(reused.statusCode, 201, 'after 24 h the key is free again');
+  });
+
+  test('validation errors are not stored; a malformed key is 400', async () => {
+    const t = ctx();
+    const m = await t.merchant();
+    const bad = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'k6' }, payload: { name: 'x' } });
+    assert.equal(bad.statusCode, 400);
+    const good = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'k6' }, payload: warehouseBody() });
+    assert.equal(good.statusCode, 201, 'the key was not consumed by a request that failed validation');
+    const long = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'x'.repeat(256) }, payload: warehouseBody() });
+    assert.equal(long.statusCode, 400);
+    assert.equal(long.json().type, 'VALIDATION_FAILED');
+  });
+});
