@@ -1,0 +1,189 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { describeEachStore, TEST_SIGNING_KEYS, type TestApp } from './helpers/app.ts';
+
+const run = promisify(execFile);
+const BIN = new URL('../bin/mds.js', import.meta.url).pathname;
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `mds` binary against the test app's database. */
+async function mds(t: TestApp, ...args: string[]): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...t.store.env, TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS, LOG_LEVEL: 'silent' },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+const json = (r: CliResult) => {
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+};
+
+describeEachStore(
+  'mds CLI (the real binary)',
+  (ctx) => {
+    test('merchants create prints working credentials once; merchants list shows the merchant', async () => {
+      const t = ctx();
+      const human = await mds(t, 'merchants', 'create', '--name', 'Acme Books', '--balance', '1250.50');
+      assert.equal(human.code, 0, human.stderr);
+      assert.match(human.stdout, /Merchant created: Acme Books/);
+      assert.match(human.stdout, /balance: +1250\.50 RUB/);
+      assert.match(human.stdout, /client secret: +sk_[\w-]{43}/);
+      assert.match(human.stdout, /shown only this once/);
+
+      const created = json(await mds(t, 'merchants', 'create', '--name', 'Json Shop', '--json'));
+      assert.match(created.clientId, /^cli_[0-9a-f]{24}$/);
+      assert.match(created.clientSecret, /^sk_[\w-]{43}$/);
+      assert.equal(created.merchant.name, 'Json Shop');
+      assert.equal(created.merchant.balance, '0.00');
+      const token = await t.token({ merchantId: created.merchant.id, clientId: created.clientId, clientSecret: created.clientSecret });
+      assert.equal((await t.as(token, { method: 'GET', url: '/warehouses' })).statusCode, 200);
+
+      const list = json(await mds(t, 'merchants', 'list', '--json'));
+      assert.ok(list.merchants.some((m: { id: string; name: string }) => m.id === created.merchant.id && m.name === 'Json Shop'));
+      assert.equal(JSON.stringify(list).includes(created.clientSecret), false, 'secrets are never listed');
+    });
+
+    test('credentials issue, list, revoke, delete; revoke and delete are seen by the next request', async () => {
+      const t = ctx();
+      const m = await t.merchant('Rotating');
+      const issued = json(await mds(t, 'credentials', 'issue', '--merchant', m.merchantId, '--json'));
+      assert.equal(issued.merchantId, m.merchantId);
+      const list = json(await mds(t, 'credentials', 'list', '--merchant', m.merchantId, '--json'));
+      assert.deepEqual(
+        list.credentials.map((c: { clientId: string; status: string }) => [c.clientId, c.status]).sort(),
+        [
+          [issued.clientId, 'ACTIVE'],
+          [m.clientId, 'ACTIVE'],
+        ].sort(),
+      );
+      assert.equal(JSON.stringify(list).includes('sk_'), false);
+
+      const oldToken = await t.token(m);
+      const newToken = await t.token({ ...issued });
+      const revoked = await mds(t, 'credentials', 'revoke', m.clientId);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.equal(revoked.stdout.trim(), `Revoked ${m.clientId}`);
+      assert.equal((await t.as(oldToken, { method: 'GET', url: '/warehouses' })).json().type, 'CREDENTIALS_REVOKED');
+      assert.equal((await t.as(newToken, { method: 'GET', url: '/warehouses' })).statusCode, 200);
+      const listed = json(await mds(t, 'credentials', 'list', '--merchant', m.merchantId, '--json'));
+      assert.equal(listed.credentials.find((c: { clientId: string }) => c.clientId === m.clientId).status, 'REVOKED');
+
+      assert.deepEqual(json(await mds(t, 'credentials', 'delete', issued.clientId, '--json')), { clientId: issued.clientId, status: 'DELETED' });
+      assert.equal((await t.as(newToken, { method: 'GET', url: '/warehouses' })).json().type, 'CREDENTIALS_NOT_FOUND');
+    });
+
+    test('balance top-up and show: the ledger explains the balance', async () => {
+      const t = ctx();
+      const m = await t.merchant('Payer', '10');
+      const up = await mds(t, 'balance', 'top-up', '--merchant', m.merchantId, '--amount', '99.99', '--note', 'invoice 42');
+      assert.equal(up.code, 0, up.stderr);
+      assert.equal(up.stdout.trim(), 'Topped up 99.99 RUB; balance is now 109.99 RUB');
+      const show = json(await mds(t, 'balance', 'show', '--merchant', m.merchantId, '--json'));
+      assert.equal(show.merchant.balance, '109.99');
+      assert.equal(show.ledgerSum, '109.99');
+      assert.deepEqual(
+        show.entries.map((e: { kind: string; amount: string; balanceAfter: string; note: string | null }) => [e.kind, e.amount, e.balanceAfter, e.note]),
+        [
+          ['TOP_UP', '10.00', '10.00', 'opening balance'],
+          ['TOP_UP', '99.99', '109.99', 'invoice 42'],
+        ],
+      );
+      const text = await mds(t, 'balance', 'show', '--merchant', m.merchantId);
+      assert.match(text.stdout, /^Payer: balance 109\.99 RUB$/m);
+    });
+
+    test('tariffs show and set; an invalid file is rejected with its problems and changes nothing', async () => {
+      const t = ctx();
+      const shown = json(await mds(t, 'tariffs', 'show', '--json'));
+      assert.ok(shown.document.products.standard);
+      const dir = mkdtempSync(join(tmpdir(), 'mds-tariff-'));
+      const bad = join(dir, 'bad.json');
+      writeFileSync(bad, JSON.stringify({ ...shown.document, parcelSizeFactors: { SMALL: '1' } }));
+      const refused = await mds(t, 'tariffs', 'set', bad);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /Invalid tariff:/);
+      assert.match(refused.stderr, /\/parcelSizeFactors\/MEDIUM is required/);
+      assert.deepEqual(json(await mds(t, 'tariffs', 'show', '--json')), shown, 'nothing changed');
+      const notJson = join(dir, 'x.json');
+      writeFileSync(notJson, '{nope');
+      const unreadable = await mds(t, 'tariffs', 'set', notJson);
+      assert.equal(unreadable.code, 1);
+      assert.match(unreadable.stderr, /cannot read .* as JSON/);
+
+      const good = join(dir, 'good.json');
+      const doc = structuredClone(shown.document);
+      doc.products.standard.serviceFee = 3100;
+      writeFileSync(good, JSON.stringify(doc));
+      const set = json(await mds(t, 'tariffs', 'set', good, '--json'));
+      assert.equal(set.version, shown.version + 1);
+      const now = json(await mds(t, 'tariffs', 'show', '--json'));
+      assert.equal(now.version, set.version);
+      assert.equal(now.document.products.standard.serviceFee, 3100);
+      writeFileSync(good, JSON.stringify(shown.document)); // restore
+      json(await mds(t, 'tariffs', 'set', good, '--json'));
+    });
+
+    test('migrate and keys generate', async () => {
+      const t = ctx();
+      const migrated = json(await mds(t, 'migrate', '--json'));
+      assert.deepEqual(migrated, { applied: [] }, 'already at the latest version');
+      const key = json(await mds(t, 'keys', 'generate', '--json'));
+      assert.match(key.key, /^[A-Za-z0-9_-]+:[A-Za-z0-9_-]{43}$/);
+    });
+
+    test('bad arguments print a clear message and exit non-zero', async () => {
+      const t = ctx();
+      const cases: Array<[string[], number, RegExp]> = [
+        [['merchants', 'create'], 2, /--name is required/],
+        [['merchants', 'create', '--name', 'X', '--balance', '12.345'], 2, /at most two decimals/],
+        [['merchants', 'create', '--name', 'X', '--balance=-5'], 2, /amount must look like/],
+        [['merchants', 'explode'], 2, /unknown command "merchants explode"/],
+        [['merchants', 'list', '--frobnicate'], 2, /Unknown option '--frobnicate'/],
+        [['balance', 'top-up', '--merchant', '01a20058-cb4a-7657-ba2b-fa105300957e', '--amount', '5'], 1, /No merchant 01a20058-cb4a-7657-ba2b-fa105300957e/],
+        [['credentials', 'revoke', 'cli_nobody'], 1, /No credential with client id cli_nobody/],
+        [['credentials', 'revoke'], 2, /expected exactly one CLIENT_ID/],
+        [['balance', 'top-up', '--merchant', 'x', '--amount', '0'], 1, /Top-up amount must be positive/],
+      ];
+      for (const [args, code, message] of cases) {
+        const r = await mds(t, ...args);
+        assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
+        assert.match(r.stderr, message, args.join(' '));
+      }
+      const jsonError = await mds(t, 'credentials', 'delete', 'cli_nobody', '--json');
+      assert.equal(jsonError.code, 1);
+      assert.deepEqual(JSON.parse(jsonError.stdout), { error: 'VALIDATION_FAILED', message: 'No credential with client id cli_nobody' });
+      const help = await mds(t, '--help');
+      assert.equal(help.code, 0);
+      assert.match(help.stdout, /Usage: mds <command>/);
+    });
+
+    test('invalid configuration fails fast with every problem listed', async () => {
+      const t = ctx();
+      const r = await run(process.execPath, [BIN, 'merchants', 'list'], {
+        env: { ...process.env, ...t.store.env, PORT: 'eighty', CURRENCY: 'rub', DATABASE_URL: 'mysql://x' },
+      }).catch((e) => e);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /Invalid configuration:/);
+      assert.match(r.stderr, /PORT must be a whole number from 0 to 65535, got "eighty"/);
+      assert.match(r.stderr, /CURRENCY must be an ISO 4217 code/);
+      assert.match(r.stderr, /DATABASE_URL must start with sqlite:, file:, postgres:\/\/ or postgresql:\/\//);
+    });
+  },
+  { AUTH_CACHE_TTL_MS: '0' }, // the CLI is another process: with no cache the next request sees its change at once
+);
