@@ -10,6 +10,7 @@ import { protect } from './http/protected.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { Clock } from './lib/clock.ts';
 import { systemClock } from './lib/clock.ts';
+import { discoveryRoutes } from './modules/auth/discovery.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
@@ -72,6 +73,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes(database));
   await app.register(authRoutes);
+  await app.register(discoveryRoutes(config.publicBaseUrl));
   await app.register(async (api) => {
     protect(api);
     await api.register(warehouseRoutes);

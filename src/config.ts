@@ -11,6 +11,8 @@ export interface Config {
   databasePoolSize: number;
   /** PostgreSQL schema to use (search_path); unset: the server's default. */
   databaseSchema: string | undefined;
+  /** PostgreSQL default_transaction_isolation for every connection; unset: the server's default (read committed). */
+  databaseIsolation: DatabaseIsolation | undefined;
   logLevel: string;
   tokenTtlSeconds: number;
   /** Signing keys for access tokens; the first one signs, all of them verify (rotation). Empty: generate and persist (not in production). */
@@ -27,12 +29,21 @@ export interface Config {
   tokenFailureWindowSeconds: number;
   idempotencyTtlHours: number;
   trustProxy: boolean;
+  /** The public base URL of the API (scheme, host, optional path; no trailing slash), e.g. for the OAuth discovery document; unset: taken from each request. */
+  publicBaseUrl: string | undefined;
 }
 
 export interface SigningKey {
   kid: string;
   secret: Buffer;
 }
+
+export type DatabaseIsolation = 'read committed' | 'repeatable read' | 'serializable';
+const ISOLATION_LEVELS: Record<string, DatabaseIsolation> = {
+  read_committed: 'read committed',
+  repeatable_read: 'repeatable read',
+  serializable: 'serializable',
+};
 
 export class ConfigError extends Error {}
 
@@ -85,6 +96,13 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`DATABASE_SCHEMA must be a lower-case SQL identifier, got "${env.DATABASE_SCHEMA}"`);
   }
 
+  const isolationRaw = str('DATABASE_ISOLATION', '');
+  if (isolationRaw !== '' && !Object.hasOwn(ISOLATION_LEVELS, isolationRaw)) {
+    problems.push(`DATABASE_ISOLATION must be one of ${Object.keys(ISOLATION_LEVELS).join(', ')}, got "${isolationRaw}"`);
+  }
+
+  const publicBaseUrl = parsePublicBaseUrl(str('PUBLIC_BASE_URL', ''), problems);
+
   const trustProxyRaw = str('TRUST_PROXY', 'false');
   if (!['true', 'false'].includes(trustProxyRaw)) problems.push(`TRUST_PROXY must be true or false, got "${trustProxyRaw}"`);
 
@@ -95,6 +113,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseSchema: env.DATABASE_SCHEMA?.trim() || undefined,
+    databaseIsolation: Object.hasOwn(ISOLATION_LEVELS, isolationRaw) ? ISOLATION_LEVELS[isolationRaw] : undefined,
     logLevel,
     tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600, 1, 86_400),
     tokenSigningKeys,
@@ -110,12 +129,30 @@ export function loadConfig(env: Env = process.env): Config {
     tokenFailureWindowSeconds: int('TOKEN_FAILURE_WINDOW_SECONDS', 60, 1, 86_400),
     idempotencyTtlHours: int('IDEMPOTENCY_TTL_HOURS', 24, 24, 8760),
     trustProxy: trustProxyRaw === 'true',
+    publicBaseUrl,
   };
 
   if (problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
   return config;
+}
+
+/** PUBLIC_BASE_URL: an absolute http(s) URL without query, fragment or credentials; returned without a trailing slash. */
+function parsePublicBaseUrl(raw: string, problems: string[]): string | undefined {
+  if (raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    problems.push(`PUBLIC_BASE_URL must be an absolute URL such as https://api.example.com, got "${raw}"`);
+    return undefined;
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username || url.password || raw.includes('?') || raw.includes('#')) {
+    problems.push(`PUBLIC_BASE_URL must be an http(s) URL without query, fragment or credentials, got "${raw}"`);
+    return undefined;
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
 /** "kid1:BASE64URL,kid2:BASE64URL"; each secret at least 32 bytes. */

@@ -54,8 +54,13 @@ describeEachStore('POST /auth/token', (ctx) => {
     const t = ctx();
     const m = await t.merchant();
     const get = async () =>
-      (await t.request({ method: 'POST', url: '/auth/token', payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: m.clientSecret } })).json()
-        .access_token as string;
+      (
+        await t.request({
+          method: 'POST',
+          url: '/auth/token',
+          payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: m.clientSecret },
+        })
+      ).json().access_token as string;
     const first = await get();
     t.clock.advance(1000);
     const second = await get();
@@ -189,7 +194,11 @@ describeEachStore('bearer authentication on protected routes', (ctx) => {
     const t = ctx();
     for (const r of routes) {
       for (const authorization of [undefined, 'Basic abc', 'Bearer', 'Token abc']) {
-        const res = await t.request({ ...r, headers: { 'x-request-id': 'rid-1', ...(authorization ? { authorization } : {}) }, payload: r.method === 'GET' ? undefined : {} });
+        const res = await t.request({
+          ...r,
+          headers: { 'x-request-id': 'rid-1', ...(authorization ? { authorization } : {}) },
+          payload: r.method === 'GET' ? undefined : {},
+        });
         assert.equal(res.statusCode, 401, `${r.method} ${r.url} ${authorization}`);
         assert.equal(res.headers['www-authenticate'], 'Bearer realm="merchant-delivery"');
         assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
@@ -224,7 +233,10 @@ describeEachStore('bearer authentication on protected routes', (ctx) => {
     for (const token of ['garbage', tampered, foreign, none]) {
       const res = await t.as(token, { method: 'GET', url: '/warehouses', headers: { 'x-request-id': 'rid-2' } });
       assert.equal(res.statusCode, 401, token);
-      assert.equal(res.headers['www-authenticate'], 'Bearer realm="merchant-delivery", error="invalid_token", error_description="The access token cannot be verified"');
+      assert.equal(
+        res.headers['www-authenticate'],
+        'Bearer realm="merchant-delivery", error="invalid_token", error_description="The access token cannot be verified"',
+      );
       assert.deepEqual(res.json(), {
         type: 'INVALID_ACCESS_TOKEN',
         title: 'Invalid access token',

@@ -22,7 +22,11 @@ describeEachStore(
         headers: { authorization: `Basic ${Buffer.from(`${m.clientId}:${m.clientSecret}`).toString('base64')}` },
         payload: { grant_type: 'client_credentials' },
       });
-      await t.request({ method: 'POST', url: '/auth/token', payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: `${m.clientSecret}x` } });
+      await t.request({
+        method: 'POST',
+        url: '/auth/token',
+        payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: `${m.clientSecret}x` },
+      });
       await t.as(token, { method: 'POST', url: '/warehouses', payload: warehouseBody() });
       await t.as(token, { method: 'GET', url: '/warehouses?limit=0' });
       await t.as(`${token}x`, { method: 'GET', url: '/warehouses' });

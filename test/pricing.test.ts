@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { divRoundHalfUp, formatMinor, parseDecimal, parseMajorAmount } from '../src/lib/money.ts';
+import defaultTariff from '../src/modules/tariffs/default-tariff.json' with { type: 'json' };
 import { distanceMetres, type PricingInput, priceAll, priceProduct } from '../src/modules/tariffs/pricing.ts';
 import type { TariffDocument, TariffProduct } from '../src/modules/tariffs/schema.ts';
 import { validateTariff } from '../src/modules/tariffs/service.ts';
-import defaultTariff from '../src/modules/tariffs/default-tariff.json' with { type: 'json' };
-import { divRoundHalfUp, formatMinor, parseDecimal, parseMajorAmount } from '../src/lib/money.ts';
 
 const tariff = defaultTariff as TariffDocument;
 const base: Omit<PricingInput, 'from' | 'to'> = { parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR', isFragile: false, isPerishable: false };
@@ -87,7 +87,12 @@ describe('pricing with the default tariff (hand-computed)', () => {
   });
 
   test('standard, MEDIUM (x1.25), 3.333 km, perishable: rounding of the courier fee', () => {
-    const p = priceProduct(tariff, tariff.products.standard, { ...base, parcelSize: 'MEDIUM', isPerishable: true, from: { lat: 0, lng: 0 }, to: { lat: 0, lng: 0 } }, 3_333);
+    const p = priceProduct(
+      tariff,
+      tariff.products.standard,
+      { ...base, parcelSize: 'MEDIUM', isPerishable: true, from: { lat: 0, lng: 0 }, to: { lat: 0, lng: 0 } },
+      3_333,
+    );
     // (199.00 + 3.333 * 25.00) * 1.25 = (19900 + 8332.5) * 1.25 = 35290.625 -> 35291; + perishable 7000 = 42291
     assert.deepEqual(p.common.price, {
       original_amount: '461.91',
@@ -158,7 +163,7 @@ describe('pricing: rounding at the boundaries', () => {
 });
 
 describe('availability', () => {
-  test('beyond a product\'s range: UNAVAILABLE with DISTANCE_EXCEEDS_RANGE; at the limit: AVAILABLE', () => {
+  test("beyond a product's range: UNAVAILABLE with DISTANCE_EXCEEDS_RANGE; at the limit: AVAILABLE", () => {
     const at = priceProduct(tariff, tariff.products.express, { ...base, from: { lat: 0, lng: 0 }, to: { lat: 0, lng: 0 } }, 25_000);
     assert.equal(at.status, 'AVAILABLE');
     const beyond = priceProduct(tariff, tariff.products.express, { ...base, from: { lat: 0, lng: 0 }, to: { lat: 0, lng: 0 } }, 25_001);
@@ -191,12 +196,15 @@ describe('tariff validation', () => {
     const r = validateTariff(bad);
     assert.equal(r.ok, false);
     assert.ok(!r.ok);
-    assert.deepEqual(r.errors.sort(), [
-      '/extra is not a known field',
-      '/parcelSizeFactors/LARGE is required',
-      '/products/Bad Key is not a known field',
-      '/products/standard/baseFee must be integer',
-    ].sort());
+    assert.deepEqual(
+      r.errors.sort(),
+      [
+        '/extra is not a known field',
+        '/parcelSizeFactors/LARGE is required',
+        '/products/Bad Key is not a known field',
+        '/products/standard/baseFee must be integer',
+      ].sort(),
+    );
     const pct = structuredClone(defaultTariff) as any;
     pct.products.express.discountPct = '150';
     const r2 = validateTariff(pct);

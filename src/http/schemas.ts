@@ -3,7 +3,8 @@ import { ERRORS, type ErrorCode } from './errors.ts';
 
 /** Shared schema pieces: ids, time stamps, the problem+json envelope and per-route error responses. */
 
-export const Uuid = (description?: string) => Type.String({ format: 'uuid', ...(description ? { description } : {}) });
+export const Uuid = (description?: string, options: Record<string, unknown> = {}) =>
+  Type.String({ format: 'uuid', ...(description ? { description } : {}), ...options });
 export const DateTime = (description?: string) =>
   Type.String({ format: 'date-time', ...(description ? { description } : {}), examples: ['2026-11-21T10:00:00.000Z'] });
 
@@ -19,20 +20,99 @@ export const GeoPoint = Type.Object(
   { description: 'GeoJSON Point', additionalProperties: false },
 );
 
-export const Problem = Type.Object(
-  {
-    type: Type.String({ description: 'Stable error type identifier, e.g. ACCESS_TOKEN_EXPIRED' }),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String({ description: 'Human-readable, safe to show' }),
-    requestId: Type.String({ description: 'Same as the X-Request-Id response header' }),
-    errors: Type.Optional(Type.Array(Type.Object({ path: Type.String({ description: 'JSON pointer into the request' }), message: Type.String() }))),
-    transferId: Type.Optional(Uuid('QUOTE_ALREADY_USED: the transfer the quote produced')),
-    error: Type.Optional(Type.String({ description: 'Token endpoint only: RFC 6749 error code' })),
-    error_description: Type.Optional(Type.String({ description: 'Token endpoint only: RFC 6749 error description' })),
+/** Ids used by the examples of the OpenAPI document, so that the examples of one flow fit together. */
+export const EXAMPLE_IDS = {
+  merchant: '01a20057-9d1c-7b2e-8a4f-5c6d7e8f9a0b',
+  warehouse: '01a20058-cb4a-7657-ba2b-fa105300957e',
+  quote: '01a20059-0b3e-7a4c-9d2e-3f5a6b7c8d9e',
+  transfer: '01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f',
+  event: '01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0',
+  request: '7d3c5b1e-2f4a-4c8d-9e6f-0a1b2c3d4e5f',
+} as const;
+
+const problemProperties = {
+  type: Type.String({ description: 'Stable error type identifier, e.g. ACCESS_TOKEN_EXPIRED' }),
+  title: Type.String({ description: 'Short summary of the error type; the same for every error of that type' }),
+  status: Type.Integer({ description: 'The HTTP status code' }),
+  detail: Type.String({ description: 'Human-readable, safe to show' }),
+  requestId: Type.String({ description: 'Same as the X-Request-Id response header' }),
+  errors: Type.Optional(
+    Type.Array(Type.Object({ path: Type.String({ description: 'JSON pointer into the request' }), message: Type.String() }), {
+      description: 'VALIDATION_FAILED only: every problem found, each with a JSON pointer into the request',
+    }),
+  ),
+  transferId: Type.Optional(Uuid('QUOTE_ALREADY_USED: the transfer the quote produced')),
+  error: Type.Optional(Type.String({ description: 'Token endpoint only: RFC 6749 error code' })),
+  error_description: Type.Optional(Type.String({ description: 'Token endpoint only: RFC 6749 error description' })),
+};
+
+export const Problem = Type.Object(problemProperties, { description: 'RFC 9457 problem details' });
+
+/** The problem envelope of one status: `type` is restricted to the error types the operation can answer with at that status. */
+const problemOf = (codes: ErrorCode[]) =>
+  Type.Object(
+    { ...problemProperties, type: StringEnum(codes, { description: 'Stable error type identifier; clients branch on it, never on `detail`' }) },
+    { description: 'RFC 9457 problem details' },
+  );
+
+/** An example body per error type: what the service really answers (details as the code words them). */
+const oauthError = (error: string, description: string) => ({ error, error_description: description });
+const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<string, unknown> }> = {
+  VALIDATION_FAILED: {
+    detail: 'Request body failed validation: /locationMetadata/lat must be <= 90; /name is required',
+    extra: {
+      errors: [
+        { path: '/locationMetadata/lat', message: 'must be <= 90' },
+        { path: '/name', message: 'is required' },
+      ],
+    },
   },
-  { description: 'RFC 9457 problem details' },
-);
+  INVALID_REQUEST: { detail: 'grant_type is required', extra: oauthError('invalid_request', 'grant_type is required') },
+  UNSUPPORTED_GRANT_TYPE: {
+    detail: 'Only grant_type=client_credentials is supported',
+    extra: oauthError('unsupported_grant_type', 'Only grant_type=client_credentials is supported'),
+  },
+  INVALID_CLIENT: { detail: 'Unknown client or wrong client secret', extra: oauthError('invalid_client', 'Unknown client or wrong client secret') },
+  MISSING_ACCESS_TOKEN: { detail: 'Send the header Authorization: Bearer <access_token>' },
+  ACCESS_TOKEN_EXPIRED: { detail: 'The access token has expired; obtain a new one and retry once' },
+  INVALID_ACCESS_TOKEN: { detail: 'The access token cannot be verified' },
+  CREDENTIALS_NOT_FOUND: { detail: 'The credentials this token was issued for no longer exist' },
+  CREDENTIALS_REVOKED: { detail: 'The credentials this token was issued for have been revoked' },
+  INSUFFICIENT_BALANCE: { detail: 'The balance does not cover 314.38 RUB; top up and retry' },
+  ROUTE_NOT_FOUND: { detail: 'No endpoint GET /nowhere' },
+  WAREHOUSE_NOT_FOUND: { detail: `No warehouse ${EXAMPLE_IDS.warehouse}` },
+  QUOTE_NOT_FOUND: { detail: `No quote ${EXAMPLE_IDS.quote}` },
+  TRANSFER_NOT_FOUND: { detail: `No transfer ${EXAMPLE_IDS.transfer}` },
+  QUOTE_ALREADY_USED: { detail: `The quote was already used by transfer ${EXAMPLE_IDS.transfer}`, extra: { transferId: EXAMPLE_IDS.transfer } },
+  IDEMPOTENCY_KEY_IN_USE: { detail: 'A request with this Idempotency-Key is still being processed; retry shortly' },
+  WAREHOUSE_LIMIT_REACHED: { detail: 'A merchant can have at most 1000 warehouses' },
+  PAYLOAD_TOO_LARGE: { detail: 'The request body is larger than the limit' },
+  UNSUPPORTED_MEDIA_TYPE: { detail: 'Send request bodies as application/json' },
+  QUOTE_EXPIRED: { detail: `Quote ${EXAMPLE_IDS.quote} expired at 2026-11-21T10:15:00.000Z; request new options` },
+  PRODUCT_NOT_AVAILABLE: { detail: 'Product "express" is not available for this quote (DISTANCE_EXCEEDS_RANGE)' },
+  WAREHOUSE_DISABLED: { detail: `Warehouse ${EXAMPLE_IDS.warehouse} is DISABLED and cannot be quoted from` },
+  OUT_OF_SERVICE_AREA: { detail: "The destination is 812.4 km from the warehouse, beyond every product's range" },
+  IDEMPOTENCY_KEY_REUSED: { detail: 'This Idempotency-Key was used with a different request; use a new key for a new request' },
+  RATE_LIMITED: {
+    detail: 'Too many failed token requests; retry in 60 s',
+    extra: oauthError('invalid_request', 'Too many failed token requests'),
+  },
+  INTERNAL_ERROR: { detail: 'An unexpected error occurred; report the requestId if it persists' },
+  SERVICE_UNAVAILABLE: { detail: 'The service is temporarily unavailable; retry shortly' },
+};
+
+/** The problem+json body the service sends for `code`, as an OpenAPI example value. */
+export function problemExample(code: ErrorCode, override: { detail?: string; extra?: Record<string, unknown> } = {}): Record<string, unknown> {
+  const base = PROBLEM_EXAMPLES[code];
+  return {
+    type: code,
+    title: ERRORS[code].title,
+    status: ERRORS[code].status,
+    detail: override.detail ?? base.detail,
+    requestId: EXAMPLE_IDS.request,
+    ...(override.extra ?? base.extra),
+  };
+}
 
 export const AUTH_ERRORS: ErrorCode[] = [
   'MISSING_ACCESS_TOKEN',
@@ -45,10 +125,25 @@ export const BODY_ERRORS: ErrorCode[] = ['VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE
 export const IDEMPOTENCY_ERRORS: ErrorCode[] = ['IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED'];
 const ALWAYS: ErrorCode[] = ['INTERNAL_ERROR', 'SERVICE_UNAVAILABLE'];
 
-/** Response schemas for the error codes a route can return, grouped by status, as problem+json. */
-export function errorResponses(codes: ErrorCode[]): Record<number, unknown> {
+/** Error types that come with a Retry-After header (seconds). */
+const RETRY_AFTER: ErrorCode[] = ['RATE_LIMITED', 'SERVICE_UNAVAILABLE', 'IDEMPOTENCY_KEY_IN_USE'];
+
+export type ProblemExampleOverrides = Partial<Record<ErrorCode, { detail?: string; extra?: Record<string, unknown> }>>;
+
+/**
+ * Response objects for the error codes a route can return (plus INTERNAL_ERROR and SERVICE_UNAVAILABLE,
+ * which any route can answer), grouped by status, as problem+json: the `type` enum lists the codes of
+ * that status, there is one example body per code, and WWW-Authenticate / Retry-After are documented
+ * where the service sends them. `examples` replaces the default example of a code for this route.
+ */
+export function errorResponses(codes: ErrorCode[], examples: ProblemExampleOverrides = {}): Record<number, unknown> {
+  return problemResponses([...codes, ...ALWAYS], examples);
+}
+
+/** Like errorResponses, but exactly the codes given (for routes that cannot answer every generic error). */
+export function problemResponses(codes: ErrorCode[], examples: ProblemExampleOverrides = {}): Record<number, unknown> {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of [...codes, ...ALWAYS]) {
+  for (const code of codes) {
     const status = ERRORS[code].status;
     const list = byStatus.get(status) ?? [];
     if (!list.includes(code)) list.push(code);
@@ -56,21 +151,44 @@ export function errorResponses(codes: ErrorCode[]): Record<number, unknown> {
   }
   const out: Record<number, unknown> = {};
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    const headers: Record<string, { type: 'string'; description: string }> = {};
+    if (status === 401) {
+      headers['www-authenticate'] = list.includes('INVALID_CLIENT')
+        ? { type: 'string', description: 'Basic realm="merchant-delivery" (RFC 6749 section 5.2)' }
+        : {
+            type: 'string',
+            description: 'RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent',
+          };
+    }
+    if (list.some((code) => RETRY_AFTER.includes(code))) {
+      headers['retry-after'] = { type: 'string', description: 'Seconds to wait before retrying' };
+    }
     out[status] = {
-      description: `Error types: ${list.join(', ')}`,
-      content: { 'application/problem+json': { schema: Problem } },
+      description: list.map((code) => `\`${code}\`: ${ERRORS[code].title}`).join('; '),
+      ...(Object.keys(headers).length > 0 ? { headers } : {}),
+      content: {
+        'application/problem+json': {
+          schema: problemOf(list),
+          examples: Object.fromEntries(list.map((code) => [code, { summary: ERRORS[code].title, value: problemExample(code, examples[code]) }])),
+        },
+      },
     };
   }
   return out;
 }
 
-/** A success response in the same explicit content form as errors. */
-export function json(schema: TSchema, description: string) {
-  return { description, content: { 'application/json': { schema } } };
+/** A success response in the same explicit content form as errors, with an example body. */
+export function json(schema: TSchema, description: string, example?: unknown) {
+  return { description, content: { 'application/json': { schema, ...(example === undefined ? {} : { example }) } } };
 }
 
 export const IdempotencyHeader = Type.Object({
   'idempotency-key': Type.Optional(
-    Type.String({ minLength: 1, maxLength: 255, description: 'Makes the POST safe to retry: the same key and body replay the first response for 24 h' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'Makes the POST safe to retry: the same key and body replay the first response for 24 h',
+      examples: ['3f0e9c6e-order-1042'],
+    }),
   ),
 });

@@ -18,9 +18,19 @@ const TokenRequest = Type.Object(
   },
 );
 
+/** The same parameters as a form (RFC 6749 4.4.2); with HTTP Basic, only grant_type goes in the body. */
+const TokenForm = Type.Object(TokenRequest.properties, {
+  additionalProperties: false,
+  description: 'RFC 6749 form parameters; with HTTP Basic client authentication, send only grant_type',
+  examples: [{ grant_type: 'client_credentials' }],
+});
+
+const EXAMPLE_ACCESS_TOKEN =
+  'eyJhbGciOiJIUzI1NiIsImtpZCI6ImsxIiwidHlwIjoiYXQrand0In0.eyJjaWQiOiJjbGlfMDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3IiwiaXNzIjoibWVyY2hhbnQtZGVsaXZlcnktc2VydmljZSIsInN1YiI6IjAxYTIwMDU3LTlkMWMtN2IyZS04YTRmLTVjNmQ3ZThmOWEwYiIsImlhdCI6MTc5NTI1NTIwMCwiZXhwIjoxNzk1MjU4ODAwfQ.ZXhhbXBsZS1zaWduYXR1cmUtbm90LXZhbGlkLTMyYnk';
+
 export const TokenResponse = Type.Object(
   {
-    access_token: Type.String(),
+    access_token: Type.String({ description: 'Send it as Authorization: Bearer <access_token>; treat it as opaque' }),
     token_type: Type.Literal('Bearer'),
     expires_in: Type.Integer({ description: 'Lifetime in seconds', examples: [3600] }),
   },
@@ -43,15 +53,44 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     {
       attachValidation: true, // bad input is an RFC 6749 invalid_request, not a generic VALIDATION_FAILED
       schema: {
+        operationId: 'createAccessToken',
         tags: ['auth'],
         summary: 'Exchange client credentials for an access token',
-        description:
-          'OAuth 2.0 client credentials grant. Send `grant_type`, `client_id` and `client_secret` as JSON (as documented), as `application/x-www-form-urlencoded`, or the client credentials with HTTP Basic authentication. Failed attempts are rate limited per client and per address.',
+        description: [
+          'OAuth 2.0 client credentials grant (RFC 6749 section 4.4). Send `grant_type`, `client_id` and `client_secret` as JSON (as documented),',
+          'as `application/x-www-form-urlencoded`, or the client credentials with HTTP Basic authentication (`client_secret_basic`) and only',
+          '`grant_type` in the body. Standard OAuth 2.0 client libraries work unchanged; they can discover this endpoint at',
+          '`/.well-known/oauth-authorization-server`.',
+          '',
+          'The token is valid for `expires_in` seconds (3600): cache it and reuse it, do not request one per call. A new token does not',
+          'revoke earlier ones. Errors also carry the RFC 6749 `error` and `error_description` members. Failed attempts are rate limited',
+          'per client and per address (429 with `Retry-After`).',
+        ].join('\n'),
         security: [{}, { clientBasic: [] }],
-        body: TokenRequest,
+        body: {
+          content: {
+            'application/json': { schema: TokenRequest },
+            'application/x-www-form-urlencoded': { schema: TokenForm },
+          },
+        },
         response: {
-          200: json(TokenResponse, 'An access token; send it as Authorization: Bearer <access_token>'),
-          ...errorResponses(['INVALID_REQUEST', 'UNSUPPORTED_GRANT_TYPE', 'INVALID_CLIENT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED']),
+          200: {
+            ...json(TokenResponse, 'An access token; send it as Authorization: Bearer <access_token>', {
+              access_token: EXAMPLE_ACCESS_TOKEN,
+              token_type: 'Bearer',
+              expires_in: 3600,
+            }),
+            headers: { 'cache-control': { type: 'string', description: 'no-store' }, pragma: { type: 'string', description: 'no-cache' } },
+          },
+          ...errorResponses(
+            ['INVALID_REQUEST', 'UNSUPPORTED_GRANT_TYPE', 'VALIDATION_FAILED', 'INVALID_CLIENT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED'],
+            {
+              VALIDATION_FAILED: {
+                detail: 'The request body is not valid JSON',
+                extra: { errors: [{ path: '', message: 'malformed JSON' }] },
+              },
+            },
+          ),
         },
       },
     },

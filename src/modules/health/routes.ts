@@ -3,23 +3,41 @@ import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { Database } from '../../db/database.ts';
 import { AppError } from '../../http/errors.ts';
-import { errorResponses, json } from '../../http/schemas.ts';
+import { errorResponses, json, problemResponses } from '../../http/schemas.ts';
 
 const Health = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 
 /** Liveness (the process answers) and readiness (the database answers), for load balancers. */
 export function healthRoutes(database: Database) {
   return async (app: FastifyInstance) => {
-    app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness', response: { 200: json(Health, 'The process is up') } } }, async () => ({
-      status: 'ok' as const,
-    }));
+    app.get(
+      '/healthz',
+      {
+        schema: {
+          operationId: 'getLiveness',
+          tags: ['operations'],
+          summary: 'Liveness',
+          description: 'Answers 200 while the process runs; it does not touch the database. For load balancers and orchestrators; no authentication.',
+          security: [],
+          response: { 200: json(Health, 'The process is up', { status: 'ok' }), ...problemResponses(['INTERNAL_ERROR']) },
+        },
+      },
+      async () => ({ status: 'ok' as const }),
+    );
     app.get(
       '/readyz',
       {
         schema: {
+          operationId: 'getReadiness',
           tags: ['operations'],
           summary: 'Readiness: the database answers',
-          response: { 200: json(Health, 'Ready to serve'), ...errorResponses([]) },
+          description:
+            'Answers 200 when the database answers a trivial query, 503 `SERVICE_UNAVAILABLE` (with `Retry-After`) when it does not. For load balancers; no authentication.',
+          security: [],
+          response: {
+            200: json(Health, 'Ready to serve', { status: 'ok' }),
+            ...errorResponses([], { SERVICE_UNAVAILABLE: { detail: 'The database is not reachable' } }),
+          },
         },
       },
       async () => {

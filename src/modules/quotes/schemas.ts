@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, Uuid } from '../../http/schemas.ts';
 import { DeliveryTypeSchema, ParcelSizeSchema } from '../tariffs/schema.ts';
 
 export const DestinationLocation = Type.Object(
@@ -84,3 +84,47 @@ export const Quote = Type.Object(
   { additionalProperties: false },
 );
 export type Quote = Static<typeof Quote>;
+
+const price = (courier: string, service: string, original: string, pct: string, discount: string, payable: string) => ({
+  original_amount: original,
+  payable_amount: payable,
+  discount_pct: pct,
+  courier_fee_total: courier,
+  service_fee_total: service,
+  stop_fee_total: '10.00',
+  discount_amount: discount,
+});
+
+/** A quote as the service returns it (the OpenAPI response example). */
+export const QUOTE_EXAMPLE: Quote = {
+  id: EXAMPLE_IDS.quote,
+  transfer_id: EXAMPLE_IDS.transfer,
+  event_id: EXAMPLE_IDS.event,
+  products: {
+    standard: {
+      status: 'AVAILABLE',
+      unavailableReason: null,
+      name: 'Standard delivery',
+      common: {
+        pattern: 'standard',
+        router_id: 'city-standard',
+        price: price('275.38', '29.00', '314.38', '0.00', '0.00', '314.38'),
+        tags: ['standard', 'same_day'],
+      },
+    },
+    express: {
+      status: 'AVAILABLE',
+      unavailableReason: null,
+      name: 'Express delivery',
+      common: {
+        pattern: 'express',
+        router_id: 'city-express',
+        price: price('471.20', '49.00', '530.20', '10.00', '53.02', '477.18'),
+        tags: ['express', 'within_2_hours'],
+      },
+    },
+  },
+  currency: 'RUB',
+  distanceMeters: 3055,
+  expiresAt: '2026-11-21T10:15:00.000Z',
+};

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, GeoPoint, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, GeoPoint, Uuid } from '../../http/schemas.ts';
 import { ParcelSizeSchema } from '../tariffs/schema.ts';
 
 const PHONE = '^\\+?[0-9][0-9 ()\\-]{3,30}$';
@@ -24,7 +24,7 @@ export const TransferRequest = Type.Object(
     additionalProperties: false,
     examples: [
       {
-        matchmakingId: '01a20059-0b3e-7a4c-9d2e-3f5a6b7c8d9e',
+        matchmakingId: EXAMPLE_IDS.quote,
         productKey: 'standard',
         description: 'Two books',
         recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
@@ -70,4 +70,41 @@ export const Transfer = Type.Object(
 );
 export type Transfer = Static<typeof Transfer>;
 
-export const TransferParams = Type.Object({ transferId: Uuid('Transfer id') }, { additionalProperties: false });
+/** A transfer as the service returns it (the OpenAPI response example). */
+export const TRANSFER_EXAMPLE: Transfer = {
+  id: EXAMPLE_IDS.transfer,
+  state: 'inProgress',
+  transferCode: 'Y9MK-N7B9',
+  trackingCode: 'mgSZa_Rr-FhQxUy0sjLSDQ',
+  parcelSize: 'SMALL',
+  description: 'Two books',
+  pickupLocation: { type: 'Point', coordinates: [37.6136, 55.7575] },
+  pickupAddress: 'Tverskaya St 1, Moscow',
+  destinationLocation: { type: 'Point', coordinates: [37.5886, 55.7339] },
+  destinationAddress: 'Komsomolsky Ave 24, Moscow',
+  destinationAddressMetadata: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24, Moscow', city: 'Moscow' },
+  pickupAddressMetaData: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
+  deliveryOptionName: 'Standard delivery',
+  paymentTtlMinutes: 30,
+  paymentExpiresAt: '2026-11-21T10:35:00.000Z',
+  recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
+  source: 'API',
+  recipientFullName: 'Anna Ivanova',
+  totalPrice: 314.38,
+  currency: 'RUB',
+  isFragile: false,
+  isPerishable: false,
+  senderInfo: {
+    merchantId: EXAMPLE_IDS.merchant,
+    name: 'Demo shop',
+    warehouseName: 'Main warehouse',
+    phone: '+7 495 000-00-00',
+    email: 'warehouse@example.com',
+  },
+  warehouseId: EXAMPLE_IDS.warehouse,
+  matchmakingId: EXAMPLE_IDS.quote,
+  productKey: 'standard',
+  createdAt: '2026-11-21T10:05:00.000Z',
+};
+
+export const TransferParams = Type.Object({ transferId: Uuid('Transfer id', { examples: [EXAMPLE_IDS.transfer] }) }, { additionalProperties: false });

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, GeoPoint, StringEnum, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, GeoPoint, StringEnum, Uuid } from '../../http/schemas.ts';
 
 const text = (max: number, description?: string) => Type.String({ minLength: 1, maxLength: max, ...(description ? { description } : {}) });
 const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
@@ -73,12 +73,30 @@ export const Warehouse = Type.Object(
 );
 export type Warehouse = Static<typeof Warehouse>;
 
-export const WarehouseParams = Type.Object({ id: Uuid('Warehouse id') }, { additionalProperties: false });
+/** A warehouse as the service returns it (the OpenAPI response example). */
+export const WAREHOUSE_EXAMPLE: Warehouse = {
+  id: EXAMPLE_IDS.warehouse,
+  merchantId: EXAMPLE_IDS.merchant,
+  commersantId: EXAMPLE_IDS.merchant,
+  name: 'Main warehouse',
+  nameInt: 'main-warehouse',
+  status: 'ACTIVE',
+  address: 'Tverskaya St 1, Moscow',
+  contactPhone: '+7 495 000-00-00',
+  contactEmail: 'warehouse@example.com',
+  locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
+  location: { type: 'Point', coordinates: [37.6136, 55.7575] },
+  type: 'POINT',
+  createdAt: '2026-11-21T10:00:00.000Z',
+  updatedAt: '2026-11-21T10:00:00.000Z',
+};
+
+export const WarehouseParams = Type.Object({ id: Uuid('Warehouse id', { examples: [EXAMPLE_IDS.warehouse] }) }, { additionalProperties: false });
 
 export const WarehouseListQuery = Type.Object(
   {
     status: Type.Optional(WarehouseStatus),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Page size; without it every warehouse is returned' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Page size; without it every warehouse is returned', examples: [100] })),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'From the Link rel="next" header of the previous page' })),
   },
   { additionalProperties: false },

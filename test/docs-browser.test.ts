@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Browser, chromium } from 'playwright-core';
+import { createTestApp, type TestApp } from './helpers/app.ts';
+import { documentedOperations } from './helpers/contract.ts';
+
+/**
+ * The docs page (/docs, Swagger UI from local assets) in a real headless Chromium: it renders every
+ * documented operation, logs no error, loses no request, and talks to nobody but our server (no CDN).
+ * Chromium is Debian's package (apt-get install chromium; CHROMIUM_PATH overrides /usr/bin/chromium).
+ * Without it the test is skipped, unless REQUIRE_BROWSER=1 (CI sets it), where a missing browser is a failure.
+ */
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const ARTIFACTS = resolve(import.meta.dirname, '..', 'artifacts');
+const HAVE_BROWSER = existsSync(CHROMIUM);
+const REQUIRE_BROWSER = process.env.REQUIRE_BROWSER === '1';
+const SKIP =
+  !HAVE_BROWSER && !REQUIRE_BROWSER
+    ? `no Chromium at ${CHROMIUM}: install it (apt-get install -y chromium) to run the docs page test; REQUIRE_BROWSER=1 makes this a failure`
+    : false;
+
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+describe('the docs page in headless Chromium', { skip: SKIP }, () => {
+  let t: TestApp;
+  let browser: Browser;
+  let base: string;
+  before(async () => {
+    if (!HAVE_BROWSER) {
+      assert.fail(`REQUIRE_BROWSER=1 but there is no Chromium at ${CHROMIUM}: install it with apt-get install -y chromium`);
+    }
+    t = await createTestApp('sqlite');
+    base = await t.listen();
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, timeout: 60_000 });
+  });
+  after(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  test('/docs lists every operation of openapi.json, with no console error, no failed or foreign request', { timeout: 120_000 }, async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const origin = new URL(base).origin;
+    const consoleErrors: string[] = [];
+    const failed: string[] = [];
+    const foreign: string[] = [];
+    const requested: string[] = [];
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') consoleErrors.push(`${msg.text()} (${msg.location().url})`);
+    });
+    page.on('pageerror', (err) => consoleErrors.push(`uncaught: ${err.message}`));
+    page.on('requestfailed', (req) => failed.push(`${req.method()} ${req.url()}: ${req.failure()?.errorText}`));
+    page.on('response', (res) => {
+      if (res.status() >= 400) failed.push(`${res.request().method()} ${res.url()}: HTTP ${res.status()}`);
+    });
+    // Nothing may leave for another host: such requests are recorded and never sent.
+    await page.route('**/*', async (route) => {
+      const url = route.request().url();
+      if (/^(data|blob):/.test(url)) return route.continue();
+      requested.push(url);
+      if (new URL(url).origin !== origin) {
+        foreign.push(url);
+        return route.abort('blockedbyclient');
+      }
+      return route.continue();
+    });
+
+    const response = await page.goto(`${base}/docs`, { waitUntil: 'networkidle' });
+    assert.equal(response?.status(), 200);
+    await page.waitForSelector('.opblock', { timeout: 30_000 });
+    await page.waitForLoadState('networkidle');
+
+    const listed = await page.$$eval('.opblock', (blocks) =>
+      blocks.map((b) => {
+        const method = b.querySelector('.opblock-summary-method')?.textContent?.trim().toUpperCase() ?? '';
+        const pathEl = b.querySelector('.opblock-summary-path');
+        const path = (pathEl?.getAttribute('data-path') ?? pathEl?.textContent ?? '').replace(/\u200b/g, '').trim();
+        return `${method} ${path}`;
+      }),
+    );
+    const expected = documentedOperations().map((o) => `${o.method} ${o.path}`);
+    assert.deepEqual([...new Set(listed)].sort(), [...expected].sort(), 'the operations on the page are those of openapi.json');
+    assert.match((await page.locator('.info .title').textContent()) ?? '', /Merchant Delivery Service/);
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: resolve(ARTIFACTS, 'docs.png'), fullPage: true });
+
+    assert.deepEqual(foreign, [], 'requests to hosts other than the local server (a CDN?)');
+    assert.deepEqual(failed, [], 'failed requests');
+    assert.deepEqual(consoleErrors, [], 'console errors');
+    assert.ok(
+      requested.some((u) => u.startsWith(`${origin}/docs/`)),
+      `the page loaded its assets from the server: ${requested.join(', ')}`,
+    );
+    await page.close();
+  });
+});
