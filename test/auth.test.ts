@@ -78,7 +78,7 @@ describeEachStore('POST /auth/token', (ctx) => {
       payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: 'sk_wrong' },
     });
     assert.equal(wrong.statusCode, 401);
-    assert.match(wrong.headers['content-type'] as string, /^application\/problem\+json/);
+    assert.match(wrong.headers['content-type'] as string, /^application\/json/, 'RFC 6749 5.2: token errors are application/json');
     assert.equal(wrong.headers['www-authenticate'], 'Basic realm="merchant-delivery"');
     assert.deepEqual(wrong.json(), {
       type: 'INVALID_CLIENT',
@@ -128,10 +128,41 @@ describeEachStore('POST /auth/token', (ctx) => {
       error_description: 'grant_type is required',
     });
 
-    const extra = await post({ grant_type: 'client_credentials', client_id: m.clientId, client_secret: m.clientSecret, merchantId: 'x' });
-    assert.equal(extra.statusCode, 400);
-    assert.equal(extra.json().type, 'INVALID_REQUEST');
-    assert.equal(extra.json().detail, 'Unknown parameter merchantId');
+    // RFC 6749 3.2: unrecognized parameters are ignored (clients send e.g. resource); they cannot change whose token it is.
+    const extra = await post({ grant_type: 'client_credentials', client_id: m.clientId, client_secret: m.clientSecret, resource: 'x', sub: 'other' });
+    assert.equal(extra.statusCode, 200);
+    const claims = JSON.parse(Buffer.from(extra.json().access_token.split('.')[1], 'base64url').toString());
+    assert.equal(claims.sub, m.merchantId);
+
+    const malformed = await t.request({
+      method: 'POST',
+      url: '/auth/token',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'r1' },
+      payload: '{"grant_type":',
+    });
+    assert.equal(malformed.statusCode, 400);
+    assert.match(malformed.headers['content-type'] as string, /^application\/json/);
+    assert.deepEqual(malformed.json(), {
+      type: 'INVALID_REQUEST',
+      title: 'Invalid token request',
+      status: 400,
+      detail: 'The request body is not valid JSON',
+      requestId: 'r1',
+      error: 'invalid_request',
+      error_description: 'The request body is not valid JSON',
+    });
+
+    const xml = await t.request({ method: 'POST', url: '/auth/token', headers: { 'content-type': 'application/xml', 'x-request-id': 'r1' }, payload: '<x/>' });
+    assert.equal(xml.statusCode, 415);
+    assert.deepEqual(xml.json(), {
+      type: 'UNSUPPORTED_MEDIA_TYPE',
+      title: 'Unsupported media type',
+      status: 415,
+      detail: 'Send the token request as application/json or application/x-www-form-urlencoded',
+      requestId: 'r1',
+      error: 'invalid_request',
+      error_description: 'Send the token request as application/json or application/x-www-form-urlencoded',
+    });
 
     const wrongType = await post({ grant_type: 'client_credentials', client_id: 42, client_secret: m.clientSecret });
     assert.equal(wrongType.statusCode, 400);

@@ -122,12 +122,7 @@ describeEachStore('standard OAuth 2.0 clients (oauth4webapi over real HTTP)', (c
     }
   });
 
-  // TODO until the token endpoint answers its errors as application/json: today they are
-  // application/problem+json, and RFC 6749 5.2 (and so oauth4webapi) reads error bodies only from
-  // application/json. The bodies themselves are right (next test); see docs/contract.md.
-  test('unsupported_grant_type reaches the client as a ResponseBodyError', {
-    todo: 'token endpoint errors are application/problem+json; RFC 6749 5.2 clients need application/json',
-  }, async () => {
+  test('unsupported_grant_type reaches the client as a ResponseBodyError', async () => {
     const { t, base } = await server();
     const m = await t.merchant();
     const as = await discover(base);
@@ -139,9 +134,7 @@ describeEachStore('standard OAuth 2.0 clients (oauth4webapi over real HTTP)', (c
     assert.equal(err.error, 'unsupported_grant_type');
   });
 
-  test('invalid_request (a repeated parameter) reaches the client as a ResponseBodyError', {
-    todo: 'token endpoint errors are application/problem+json; RFC 6749 5.2 clients need application/json',
-  }, async () => {
+  test('invalid_request (a repeated parameter) reaches the client as a ResponseBodyError', async () => {
     const { t, base } = await server();
     const m = await t.merchant();
     const as = await discover(base);

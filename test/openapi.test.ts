@@ -104,7 +104,13 @@ describe('the committed OpenAPI document (openapi.json)', () => {
             holds(media.schema, media.example, `${name} ${status}`);
             continue;
           }
-          assert.equal(type, 'application/problem+json', `${name} ${status}: errors are problem+json`);
+          // RFC 6749 5.2: the token endpoint answers its errors as application/json (same problem fields plus `error`).
+          const errorType = name === 'POST /auth/token' ? 'application/json' : 'application/problem+json';
+          assert.equal(type, errorType, `${name} ${status}: error media type`);
+          if (errorType === 'application/json' && status.startsWith('4')) {
+            for (const example of Object.values(media.examples ?? {}))
+              assert.ok((example.value as { error?: string }).error, `${name} ${status}: RFC 6749 error member`);
+          }
           const schema = media.schema as { properties: { type: { enum: string[] } } };
           const types = schema.properties.type.enum;
           assert.ok(Array.isArray(types) && types.length > 0, `${name} ${status}: the problem type is not an enum`);

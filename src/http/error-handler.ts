@@ -17,10 +17,33 @@ export function registerErrorHandling(app: FastifyInstance): void {
   );
 }
 
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
-  reply.code(err.status).type('application/problem+json');
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  const oauth = request.routeOptions.url === TOKEN_ENDPOINT;
+  const err = oauth ? asOAuthError(error) : error;
+  // RFC 6749 5.2: token endpoint errors are application/json, or standard OAuth clients won't read them.
+  reply.code(err.status).type(oauth ? 'application/json' : 'application/problem+json');
   for (const [name, value] of Object.entries(err.options.headers ?? {})) reply.header(name, value);
   return reply.send(toProblem(err, request.id));
+}
+
+export const TOKEN_ENDPOINT = '/auth/token';
+
+const OAUTH_ERRORS: Partial<Record<AppError['code'], string>> = { INVALID_CLIENT: 'invalid_client', UNSUPPORTED_GRANT_TYPE: 'unsupported_grant_type' };
+
+/**
+ * On the token endpoint every client error is an RFC 6749 error: the problem fields stay, `error` and
+ * `error_description` are always there, and what would elsewhere be VALIDATION_FAILED (malformed
+ * JSON, an empty body) is INVALID_REQUEST.
+ */
+function asOAuthError(err: AppError): AppError {
+  if (err.status >= 500 || err.options.extra?.error) return err;
+  const code = err.code === 'VALIDATION_FAILED' ? 'INVALID_REQUEST' : err.code;
+  const detail = err.code === 'UNSUPPORTED_MEDIA_TYPE' ? 'Send the token request as application/json or application/x-www-form-urlencoded' : err.detail;
+  return new AppError(code, detail, {
+    ...err.options,
+    errors: undefined,
+    extra: { ...err.options.extra, error: OAUTH_ERRORS[code] ?? 'invalid_request', error_description: detail },
+  });
 }
 
 function toAppError(error: FastifyError): AppError {

@@ -136,12 +136,12 @@ export type ProblemExampleOverrides = Partial<Record<ErrorCode, { detail?: strin
  * that status, there is one example body per code, and WWW-Authenticate / Retry-After are documented
  * where the service sends them. `examples` replaces the default example of a code for this route.
  */
-export function errorResponses(codes: ErrorCode[], examples: ProblemExampleOverrides = {}): Record<number, unknown> {
-  return problemResponses([...codes, ...ALWAYS], examples);
+export function errorResponses(codes: ErrorCode[], examples: ProblemExampleOverrides = {}, mediaType = 'application/problem+json'): Record<number, unknown> {
+  return problemResponses([...codes, ...ALWAYS], examples, mediaType);
 }
 
 /** Like errorResponses, but exactly the codes given (for routes that cannot answer every generic error). */
-export function problemResponses(codes: ErrorCode[], examples: ProblemExampleOverrides = {}): Record<number, unknown> {
+export function problemResponses(codes: ErrorCode[], examples: ProblemExampleOverrides = {}, mediaType = 'application/problem+json'): Record<number, unknown> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
     const status = ERRORS[code].status;
@@ -167,7 +167,7 @@ export function problemResponses(codes: ErrorCode[], examples: ProblemExampleOve
       description: list.map((code) => `\`${code}\`: ${ERRORS[code].title}`).join('; '),
       ...(Object.keys(headers).length > 0 ? { headers } : {}),
       content: {
-        'application/problem+json': {
+        [mediaType]: {
           schema: problemOf(list),
           examples: Object.fromEntries(list.map((code) => [code, { summary: ERRORS[code].title, value: problemExample(code, examples[code]) }])),
         },

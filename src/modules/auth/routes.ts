@@ -13,14 +13,16 @@ const TokenRequest = Type.Object(
     scope: Type.Optional(Type.String({ description: 'Accepted for OAuth client compatibility and ignored' })),
   },
   {
-    additionalProperties: false,
+    // RFC 6749 3.2: the server MUST ignore unrecognized parameters (clients send e.g. `resource`); nothing is stored from them.
+    additionalProperties: true,
+    description: 'Other parameters are ignored, as RFC 6749 asks',
     examples: [{ grant_type: 'client_credentials', client_id: 'cli_0123456789abcdef01234567', client_secret: 'sk_…' }],
   },
 );
 
 /** The same parameters as a form (RFC 6749 4.4.2); with HTTP Basic, only grant_type goes in the body. */
 const TokenForm = Type.Object(TokenRequest.properties, {
-  additionalProperties: false,
+  additionalProperties: true,
   description: 'RFC 6749 form parameters; with HTTP Basic client authentication, send only grant_type',
   examples: [{ grant_type: 'client_credentials' }],
 });
@@ -37,12 +39,12 @@ export const TokenResponse = Type.Object(
   { additionalProperties: false },
 );
 
-const FIELDS = new Set(['grant_type', 'client_id', 'client_secret', 'scope']);
+const FIELDS = ['grant_type', 'client_id', 'client_secret', 'scope'];
 
 /**
  * POST /auth/token: OAuth 2.0 client credentials (RFC 6749 4.4). Takes the JSON body of the interface,
  * a form-urlencoded body, or HTTP Basic client authentication. Errors carry the RFC 6749 `error` and
- * `error_description` next to the problem+json fields, so standard OAuth clients understand them.
+ * `error_description` next to the problem fields, as application/json, so standard OAuth clients understand them.
  */
 export async function authRoutes(app: FastifyInstance): Promise<void> {
   // Form bodies are accepted here only: this plugin's scope is the token endpoint alone.
@@ -63,7 +65,8 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
           '`/.well-known/oauth-authorization-server`.',
           '',
           'The token is valid for `expires_in` seconds (3600): cache it and reuse it, do not request one per call. A new token does not',
-          'revoke earlier ones. Errors also carry the RFC 6749 `error` and `error_description` members. Failed attempts are rate limited',
+          'revoke earlier ones. Errors are `application/json` (RFC 6749 section 5.2): the problem fields plus `error` and `error_description`;',
+          'unknown parameters are ignored. Failed attempts are rate limited',
           'per client and per address (429 with `Retry-After`).',
         ].join('\n'),
         security: [{}, { clientBasic: [] }],
@@ -83,13 +86,18 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
             headers: { 'cache-control': { type: 'string', description: 'no-store' }, pragma: { type: 'string', description: 'no-cache' } },
           },
           ...errorResponses(
-            ['INVALID_REQUEST', 'UNSUPPORTED_GRANT_TYPE', 'VALIDATION_FAILED', 'INVALID_CLIENT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED'],
+            ['INVALID_REQUEST', 'UNSUPPORTED_GRANT_TYPE', 'INVALID_CLIENT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED'],
             {
-              VALIDATION_FAILED: {
-                detail: 'The request body is not valid JSON',
-                extra: { errors: [{ path: '', message: 'malformed JSON' }] },
+              PAYLOAD_TOO_LARGE: {
+                detail: 'The request body is larger than the limit',
+                extra: { error: 'invalid_request', error_description: 'The request body is larger than the limit' },
+              },
+              UNSUPPORTED_MEDIA_TYPE: {
+                detail: 'Send the token request as application/json or application/x-www-form-urlencoded',
+                extra: { error: 'invalid_request', error_description: 'Send the token request as application/json or application/x-www-form-urlencoded' },
               },
             },
+            'application/json',
           ),
         },
       },
@@ -111,10 +119,9 @@ function readTokenRequest(request: FastifyRequest): { clientId: string; clientSe
   const body = request.body;
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('The request body must be an object');
   const params = body as Record<string, unknown>;
-  for (const [name, value] of Object.entries(params)) {
-    if (!FIELDS.has(name)) throw invalidRequest(`Unknown parameter ${name}`);
+  for (const name of FIELDS) {
     // Form bodies turn a repeated parameter into an array; RFC 6749 3.2 forbids repeating them.
-    if (typeof value !== 'string') throw invalidRequest(`Parameter ${name} must be a single string`);
+    if (params[name] !== undefined && typeof params[name] !== 'string') throw invalidRequest(`Parameter ${name} must be a single string`);
   }
   const grantType = params.grant_type as string | undefined;
   if (!grantType) throw invalidRequest('grant_type is required');
