@@ -1,0 +1,325 @@
+// `npm run demo`: the whole merchant flow against a real server, on a throw-away SQLite database.
+// Starts `mds serve` as a child process, creates a merchant with the operator CLI, then walks
+// token -> warehouse -> options -> transfer -> lookup over HTTP and prints every exchange.
+// Secrets and tokens are masked in everything printed. Exits non-zero if any step fails.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { styleText } from 'node:util';
+import { formatMinor } from '../src/lib/money.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const CLI = join(ROOT, 'bin', 'mds.js');
+const OPENING_BALANCE = '5000';
+const TOTAL_STEPS = 9;
+
+const bold = (s: string) => styleText('bold', s);
+const dim = (s: string) => styleText('dim', s);
+const cyan = (s: string) => styleText('cyan', s);
+const green = (s: string) => styleText('green', s);
+const red = (s: string) => styleText('red', s);
+
+// ---- masking: every secret we learn is registered, and every printed line is scrubbed of it ----
+
+const secrets = new Set<string>();
+const mask = (value: string): string => `${value.slice(0, 6)}…`;
+function secret(value: string): string {
+  if (value.length > 8) secrets.add(value);
+  return value;
+}
+function scrub(text: string): string {
+  let out = text;
+  for (const s of secrets) out = out.split(s).join(mask(s));
+  return out;
+}
+const SECRET_FIELDS = new Set(['access_token', 'client_secret', 'clientSecret']);
+function maskFields(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(maskFields);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELDS.has(k) && typeof v === 'string' ? mask(v) : maskFields(v)]));
+  }
+  return value;
+}
+const print = (text = '') => process.stdout.write(`${scrub(text)}\n`);
+const indent = (text: string, by = '    ') =>
+  text
+    .split('\n')
+    .map((l) => by + l)
+    .join('\n');
+const pretty = (body: unknown) => JSON.stringify(maskFields(body), null, 2);
+
+let stepNo = 0;
+function step(title: string, explain: string): void {
+  stepNo++;
+  print();
+  print(bold(cyan(`Step ${stepNo}/${TOTAL_STEPS}: ${title}`)));
+  print(dim(indent(explain, '  ')));
+  print();
+}
+
+class StepFailed extends Error {}
+
+// ---- the server child process ----
+
+async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? ok(address.port) : fail(new Error('no port'))));
+    });
+  });
+}
+
+let serverLog = '';
+function startServer(env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const keep = (chunk: Buffer) => {
+    serverLog = (serverLog + chunk.toString()).slice(-20_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return child;
+}
+
+async function waitUntilReady(base: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new StepFailed(`the server exited with code ${child.exitCode} before it was ready`);
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new StepFailed('the server did not become ready within 20 s');
+}
+
+async function stopServer(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((ok) => child.once('exit', ok));
+  child.kill('SIGTERM'); // graceful: the server finishes in-flight requests and closes the database
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+// ---- the operator CLI ----
+
+function cli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  print(`${green('$')} mds ${args.map((a) => (/\s/.test(a) ? `"${a}"` : a)).join(' ')}`);
+  return new Promise((ok, fail) => {
+    const child = execFile(process.execPath, [CLI, ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
+      running.delete(child);
+      if (err) fail(new StepFailed(`mds ${args[0]} ${args[1]} failed: ${stderr || err.message}`));
+      else ok(stdout);
+    });
+    running.add(child);
+  });
+}
+
+// ---- HTTP ----
+
+const SHOWN_RESPONSE_HEADERS = ['content-type', 'location', 'link', 'cache-control', 'idempotent-replayed', 'x-request-id'];
+
+interface Exchange {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; headers?: Record<string, string>; expect: number; sameAs?: { what: string; body: unknown } },
+): Promise<Exchange> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  Object.assign(headers, opts.headers);
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+
+  print(`${bold('→')} ${bold(`${method} ${path}`)}`);
+  for (const [name, value] of Object.entries(headers)) {
+    if (name === 'accept') continue;
+    print(dim(`    ${name}: ${name === 'authorization' ? `Bearer ${mask(opts.token ?? '')}` : value}`));
+  }
+  if (opts.body !== undefined) print(indent(pretty(opts.body)));
+
+  const started = performance.now();
+  const res = await fetch(base + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const ms = performance.now() - started;
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON: print as is
+  }
+  if (body && typeof body === 'object' && 'access_token' in body && typeof body.access_token === 'string') secret(body.access_token);
+
+  const ok = res.status === opts.expect;
+  const statusLine = `${res.status} ${res.statusText}`;
+  print(`${bold('←')} ${ok ? green(statusLine) : red(statusLine)} ${dim(`(${ms.toFixed(0)} ms)`)}`);
+  for (const name of SHOWN_RESPONSE_HEADERS) {
+    const value = res.headers.get(name);
+    if (value !== null) print(dim(`    ${name}: ${value}`));
+  }
+  if (opts.sameAs && JSON.stringify(body) === JSON.stringify(opts.sameAs.body)) {
+    print(indent(`{ …the same ${Object.keys(body as object).length} fields as ${opts.sameAs.what}… }`));
+  } else {
+    print(indent(typeof body === 'string' ? body : pretty(body)));
+  }
+  if (!ok) throw new StepFailed(`${method} ${path}: expected ${opts.expect}, got ${res.status}`);
+  return { status: res.status, headers: res.headers, body };
+}
+
+// ---- the walk-through ----
+
+async function demo(tmp: string): Promise<void> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATABASE_URL: `sqlite:${join(tmp, 'demo.sqlite')}`,
+    SIGNING_KEYS_FILE: join(tmp, 'keys.json'),
+  };
+  // Whatever the caller's shell had, the demo uses its own keys file and database.
+  delete env.TOKEN_SIGNING_KEYS;
+  delete env.DATABASE_SCHEMA;
+
+  print(bold('Merchant delivery service: a guided tour'));
+  print(dim(`Throw-away database: ${env.DATABASE_URL}`));
+  print(dim('Access tokens and client secrets are masked in this output (first 6 characters + …).'));
+
+  step('Start the service', 'The operator runs `mds serve`. It creates the SQLite database, applies migrations and listens.');
+  print(`${green('$')} PORT=${port} DATABASE_URL=${env.DATABASE_URL} mds serve &`);
+  server = startServer(env);
+  await waitUntilReady(base, server);
+  print(`Listening on ${base} (API docs at ${base}/docs)`);
+
+  step('Create a merchant (operator CLI)', `The operator creates a merchant with an opening balance and gets its first credential set.`);
+  const created = JSON.parse(await cli(['merchants', 'create', '--name', 'Demo shop', '--balance', OPENING_BALANCE, '--json'], env)) as {
+    merchant: { id: string; balance: string; currency: string };
+    clientId: string;
+    clientSecret: string;
+  };
+  secret(created.clientSecret);
+  print(indent(pretty(created)));
+  const merchantId = created.merchant.id;
+
+  step('Exchange the client credentials for an access token', 'OAuth 2.0 client credentials grant. The token is a bearer token valid for one hour.');
+  const token = (
+    await call(base, 'POST', '/auth/token', {
+      body: { grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret },
+      expect: 200,
+    })
+  ).body.access_token as string;
+
+  step('Create a pickup warehouse', 'Every following request carries `Authorization: Bearer <token>`.');
+  const warehouse = (
+    await call(base, 'POST', '/warehouses', {
+      token,
+      body: {
+        name: 'Demo shop warehouse',
+        nameInt: 'demo-shop-warehouse',
+        address: 'Tverskaya St 1, Moscow',
+        contactPhone: '+7 495 000-00-00',
+        contactEmail: 'warehouse@example.com',
+        locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
+      },
+      expect: 201,
+    })
+  ).body as { id: string };
+
+  step('List the warehouses', 'Only the warehouses of the merchant the token belongs to.');
+  await call(base, 'GET', '/warehouses', { token, expect: 200 });
+
+  step('Ask for delivery options (a quote)', 'Prices every delivery product for this parcel and destination; the quote is pending until `expiresAt`.');
+  const quote = (
+    await call(base, 'POST', '/options', {
+      token,
+      body: {
+        warehouseId: warehouse.id,
+        destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24, Moscow', city: 'Moscow' },
+        parcelSize: 'SMALL',
+        isFragile: false,
+        isPerishable: false,
+        deliveryType: 'DOOR_TO_DOOR',
+      },
+      expect: 201,
+    })
+  ).body as { id: string; products: Record<string, { status: string }> };
+  const productKey = Object.keys(quote.products).find((k) => quote.products[k].status === 'AVAILABLE');
+  if (!productKey) throw new StepFailed('the quote has no AVAILABLE product');
+
+  step(
+    'Create and pay the transfer',
+    `Consumes the quote, charges the "${productKey}" price to the balance and creates the delivery, in one transaction.\nThe Idempotency-Key makes a retry safe: the same key and body replay the first answer.`,
+  );
+  const idempotencyKey = `demo-${randomUUID()}`;
+  const transferBody = {
+    matchmakingId: quote.id,
+    productKey,
+    description: 'Two books',
+    recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
+  };
+  const created201 = await call(base, 'POST', '/transfer', { token, headers: { 'idempotency-key': idempotencyKey }, body: transferBody, expect: 201 });
+  const transfer = created201.body as { id: string; totalPrice: number };
+  const sameAs = { what: 'the POST /transfer response above', body: created201.body };
+  print();
+  print(dim('  A network hiccup? Retrying with the same Idempotency-Key replays the answer and charges nothing more:'));
+  print();
+  const replay = await call(base, 'POST', '/transfer', { token, headers: { 'idempotency-key': idempotencyKey }, body: transferBody, expect: 201, sameAs });
+  if (replay.headers.get('idempotent-replayed') !== 'true' || replay.body.id !== transfer.id) throw new StepFailed('the retry was not replayed');
+
+  step('Look the transfer up', 'Every field of the creation response, for the merchant that created it.');
+  await call(base, 'GET', `/transfer/${transfer.id}`, { token, expect: 200, sameAs });
+
+  step('Check the balance (operator CLI)', 'Every balance change is a ledger entry: the opening top-up and exactly one charge.');
+  const shown = await cli(['balance', 'show', '--merchant', merchantId], env);
+  print(indent(shown.trimEnd()));
+  const expected = formatMinor(Number(OPENING_BALANCE) * 100 - Math.round(transfer.totalPrice * 100));
+  if (!shown.includes(`balance ${expected} `)) throw new StepFailed(`expected the balance to be ${expected} after one charge`);
+
+  print();
+  print(
+    green(bold(`Done: ${OPENING_BALANCE}.00 - ${transfer.totalPrice.toFixed(2)} = ${expected} ${created.merchant.currency}. Every step answered as expected.`)),
+  );
+}
+
+let server: ChildProcess | undefined;
+/** CLI commands still running (stopped on Ctrl-C, so none writes into the temp dir after it is removed). */
+const running = new Set<ChildProcess>();
+const tmp = mkdtempSync(join(tmpdir(), 'mds-demo-'));
+const cleanup = async () => {
+  await Promise.all([stopServer(server), ...[...running].map(stopServer)]);
+  rmSync(tmp, { recursive: true, force: true });
+};
+process.once('SIGINT', () => {
+  cleanup().finally(() => process.exit(130));
+});
+
+try {
+  await demo(tmp);
+} catch (err) {
+  print();
+  print(red(bold(`Demo failed at step ${stepNo}: ${err instanceof StepFailed ? err.message : ((err as Error).stack ?? String(err))}`)));
+  if (serverLog.trim()) {
+    print(dim('Last server log lines:'));
+    print(indent(serverLog.trim().split('\n').slice(-20).join('\n')));
+  }
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}
