@@ -11,15 +11,16 @@ export const quotesRepository = {
     return db.selectFrom('quotes').selectAll().where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
   },
 
-  /** pending -> consumed, atomically: false if another request consumed it first. */
-  async consume(db: Db, merchantId: string, id: string, at: number): Promise<boolean> {
-    const r = await db
+  /** pending (and not expired) -> consumed, atomically; undefined if it is missing, used or expired. */
+  async consume(db: Db, merchantId: string, id: string, at: number): Promise<QuoteRow | undefined> {
+    return db
       .updateTable('quotes')
       .set({ status: 'consumed', consumed_at: at })
       .where('merchant_id', '=', merchantId)
       .where('id', '=', id)
       .where('status', '=', 'pending')
+      .where('expires_at', '>', at)
+      .returningAll()
       .executeTakeFirst();
-    return r.numUpdatedRows > 0n;
   },
 };

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import { inTransaction } from '../../db/transaction.ts';
-import type { DB } from '../../db/types.ts';
+import type { DB, Db } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
 import { minorToNumber } from '../../lib/money.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
-import { quotesRepository } from '../quotes/repository.ts';
+import { type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
 import type { PricedProduct } from '../tariffs/pricing.ts';
 import { warehousesRepository } from '../warehouses/repository.ts';
@@ -49,10 +49,10 @@ export class TransfersService {
   async create(merchantId: string, req: TransferRequest): Promise<Transfer> {
     const row = await inTransaction(this.#db, async (trx) => {
       const now = this.#clock.now();
-      const quote = await quotesRepository.find(trx, merchantId, req.matchmakingId);
-      if (!quote) throw new AppError('QUOTE_NOT_FOUND', `No quote ${req.matchmakingId}`);
-      if (quote.status === 'consumed') throw alreadyUsed(quote.transfer_id);
-      if (quote.expires_at <= now) throw new AppError('QUOTE_EXPIRED', `Quote ${quote.id} expired at ${iso(quote.expires_at)}; request new options`);
+      // Consume first, in one conditional statement: that is what makes "at most once" hold under
+      // concurrency, on any instance. A refusal below throws and the rollback makes it pending again.
+      const quote = await quotesRepository.consume(trx, merchantId, req.matchmakingId, now);
+      if (!quote) throw await this.#whyNotConsumable(trx, merchantId, req.matchmakingId, now);
       const product = (JSON.parse(quote.products) as Record<string, PricedProduct>)[req.productKey];
       if (!product) throw new AppError('PRODUCT_NOT_AVAILABLE', `The quote has no product "${req.productKey}"`);
       if (product.status !== 'AVAILABLE') {
@@ -60,10 +60,13 @@ export class TransfersService {
       }
       const warehouse = await warehousesRepository.find(trx, merchantId, quote.warehouse_id);
       if (warehouse?.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
+      const merchant = await merchantsRepository.find(trx, merchantId);
 
-      // The conditional update is what makes "at most once" hold under concurrency, on any instance.
-      if (!(await quotesRepository.consume(trx, merchantId, quote.id, now))) throw alreadyUsed(quote.transfer_id);
+      const transfer = this.#newTransfer(merchantId, merchant?.name ?? '', quote, req, product, now);
+      await transfersRepository.insert(trx, transfer);
 
+      // The balance row is the one row all of a merchant's transfers share: lock it last, so it is held
+      // for the debit, its ledger entry and the commit only.
       const price = product.payableMinor;
       const balance = await merchantsRepository.adjustBalance(trx, merchantId, -price, now);
       if (balance === undefined) {
@@ -76,58 +79,62 @@ export class TransfersService {
           kind: 'CHARGE',
           amount: -price,
           balance_after: balance,
-          transfer_id: quote.transfer_id,
+          transfer_id: transfer.id,
           note: null,
           created_at: now,
         });
       }
-      const merchant = await merchantsRepository.find(trx, merchantId);
-      const request = JSON.parse(quote.request) as StoredRequest;
-      const pickup = JSON.parse(quote.pickup) as PickupSnapshot;
-      const details: TransferDetails = {
-        parcelSize: request.parcelSize,
-        description: req.description,
-        pickupLocation: { type: 'Point', coordinates: [pickup.lng, pickup.lat] },
-        pickupAddress: pickup.address,
-        destinationLocation: { type: 'Point', coordinates: [request.destinationLocation.lng, request.destinationLocation.lat] },
-        destinationAddress: request.destinationLocation.display_name,
-        destinationAddressMetadata: request.destinationLocation,
-        pickupAddressMetaData: pickup.locationMetadata,
-        deliveryOptionName: product.name,
-        recipientInfo: req.recipientInfo,
-        recipientFullName: `${req.recipientInfo.firstName} ${req.recipientInfo.lastName}`,
-        isFragile: request.isFragile,
-        isPerishable: request.isPerishable,
-        senderInfo: {
-          merchantId,
-          name: merchant?.name ?? '',
-          warehouseName: pickup.name,
-          phone: pickup.contactPhone,
-          email: pickup.contactEmail,
-        },
-      };
-      const transfer: TransferRow = {
-        id: quote.transfer_id,
-        merchant_id: merchantId,
-        quote_id: quote.id,
-        warehouse_id: quote.warehouse_id,
-        product_key: req.productKey,
-        state: 'inProgress',
-        source: 'API',
-        transfer_code: newTransferCode(),
-        tracking_code: newTrackingCode(),
-        total_amount: price,
-        currency: quote.currency,
-        payment_ttl_minutes: this.#paymentTtlMinutes,
-        payment_expires_at: now + this.#paymentTtlMinutes * 60_000,
-        details: JSON.stringify(details),
-        created_at: now,
-        updated_at: now,
-      };
-      await transfersRepository.insert(trx, transfer);
       return transfer;
     });
     return toTransfer(row);
+  }
+
+  /** The refusal for a quote that could not be consumed: missing (or another merchant's), already used, or expired. */
+  async #whyNotConsumable(trx: Db, merchantId: string, quoteId: string, now: number): Promise<AppError> {
+    const quote = await quotesRepository.find(trx, merchantId, quoteId);
+    if (!quote) return new AppError('QUOTE_NOT_FOUND', `No quote ${quoteId}`);
+    if (quote.status === 'consumed') return alreadyUsed(quote.transfer_id);
+    if (quote.expires_at <= now) return new AppError('QUOTE_EXPIRED', `Quote ${quote.id} expired at ${iso(quote.expires_at)}; request new options`);
+    return alreadyUsed(quote.transfer_id); // consumed by a transaction that committed after our statement began
+  }
+
+  #newTransfer(merchantId: string, merchantName: string, quote: QuoteRow, req: TransferRequest, product: PricedProduct, now: number): TransferRow {
+    const request = JSON.parse(quote.request) as StoredRequest;
+    const pickup = JSON.parse(quote.pickup) as PickupSnapshot;
+    const details: TransferDetails = {
+      parcelSize: request.parcelSize,
+      description: req.description,
+      pickupLocation: { type: 'Point', coordinates: [pickup.lng, pickup.lat] },
+      pickupAddress: pickup.address,
+      destinationLocation: { type: 'Point', coordinates: [request.destinationLocation.lng, request.destinationLocation.lat] },
+      destinationAddress: request.destinationLocation.display_name,
+      destinationAddressMetadata: request.destinationLocation,
+      pickupAddressMetaData: pickup.locationMetadata,
+      deliveryOptionName: product.name,
+      recipientInfo: req.recipientInfo,
+      recipientFullName: `${req.recipientInfo.firstName} ${req.recipientInfo.lastName}`,
+      isFragile: request.isFragile,
+      isPerishable: request.isPerishable,
+      senderInfo: { merchantId, name: merchantName, warehouseName: pickup.name, phone: pickup.contactPhone, email: pickup.contactEmail },
+    };
+    return {
+      id: quote.transfer_id,
+      merchant_id: merchantId,
+      quote_id: quote.id,
+      warehouse_id: quote.warehouse_id,
+      product_key: req.productKey,
+      state: 'inProgress',
+      source: 'API',
+      transfer_code: newTransferCode(),
+      tracking_code: newTrackingCode(),
+      total_amount: product.payableMinor,
+      currency: quote.currency,
+      payment_ttl_minutes: this.#paymentTtlMinutes,
+      payment_expires_at: now + this.#paymentTtlMinutes * 60_000,
+      details: JSON.stringify(details),
+      created_at: now,
+      updated_at: now,
+    };
   }
 
   async get(merchantId: string, id: string): Promise<Transfer> {
