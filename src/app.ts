@@ -55,6 +55,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
+    // While shutting down, a request that still arrives on an open connection is served (its answer closes
+    // the connection) instead of getting Fastify's own 503, which is not a problem+json body.
+    return503OnClosing: false,
     // Echo a sane incoming X-Request-Id (so a merchant can correlate), otherwise make one.
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];

@@ -6,7 +6,7 @@ import { createServices, type Services } from '../services.ts';
 
 /** Opens the configured database for one CLI command; the embedded default is migrated on the way. */
 export async function withServices<T>(config: Config, fn: (services: Services, database: Database) => Promise<T>): Promise<T> {
-  const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema });
+  const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
   try {
     if (database.dialect === 'sqlite') await migrateToLatest(database);
     const services = createServices({ config, database, clock: systemClock, signingKeys: resolveSigningKeysLazily(config) });

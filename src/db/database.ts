@@ -1,8 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
+import type { DatabaseIsolation } from '../config.ts';
 import { allMigrations } from './migrations/index.ts';
 import { NodeSqliteDialect, openSqlite } from './sqlite-dialect.ts';
 import type { DB } from './types.ts';
@@ -22,6 +23,8 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** PostgreSQL schema (search_path); tests use one per run. */
   schema?: string;
+  /** PostgreSQL default_transaction_isolation (every statement and transaction); SQLite is always serializable. */
+  isolation?: DatabaseIsolation;
   onPoolError?: (err: Error) => void;
 }
 
@@ -50,8 +53,30 @@ const types = {
   },
 };
 
+/**
+ * A client that gives up its connection when a query times out. The answer may never come (a network
+ * partition, a firewall that dropped the connection); a client still waiting for it would go back to the
+ * pool and fail every later query after the same timeout. Ended, it is discarded and replaced.
+ */
+class TimeoutSafeClient extends pg.Client {
+  override query(...args: any[]): any {
+    const result = (super.query as (...a: unknown[]) => unknown)(...args);
+    if (result instanceof Promise) {
+      result.catch((err: Error) => {
+        if (err?.message === 'Query read timeout') this.end().catch(() => {});
+      });
+    }
+    return result;
+  }
+}
+
 function openPostgres(opts: DatabaseOptions): Database {
+  // Session settings sent in the startup packet, so every pooled connection has them from its first statement.
+  const startupOptions: string[] = [];
+  if (opts.schema) startupOptions.push(`-c search_path=${opts.schema}`);
+  if (opts.isolation) startupOptions.push(`-c default_transaction_isolation=${opts.isolation.replace(' ', '\\ ')}`);
   const pool = new pg.Pool({
+    Client: TimeoutSafeClient,
     connectionString: opts.url,
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: 5_000,
@@ -59,10 +84,13 @@ function openPostgres(opts: DatabaseOptions): Database {
     // A statement that hangs (lost lock, dead server) must not hold a request forever.
     query_timeout: 15_000,
     types,
-    ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
+    ...(startupOptions.length ? { options: startupOptions.join(' ') } : {}),
   });
-  // An idle client losing its connection emits 'error' on the pool; unhandled, that would crash the process.
-  pool.on('error', (err) => opts.onPoolError?.(err));
+  // A client losing its connection emits 'error'; unhandled, that crashes the process. The pool listens
+  // only while a client is idle, so one killed between two statements of a transaction would: every
+  // client gets a listener of its own. Its next statement fails (a 503) and the pool discards it on release.
+  pool.on('error', () => {}); // idle clients: already reported by their own listener
+  pool.on('connect', (client) => client.on('error', (err) => opts.onPoolError?.(err)));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   const u = new URL(opts.url);
   return {
@@ -74,9 +102,16 @@ function openPostgres(opts: DatabaseOptions): Database {
 }
 
 export async function migrateToLatest(database: Database): Promise<string[]> {
+  // Kysely looks for its bookkeeping tables in every schema unless told which one: a database holding
+  // another schema with them (another deployment, a parallel test run) would make it skip creating ours.
+  const migrationTableSchema =
+    database.dialect === 'postgres'
+      ? ((await sql<{ schema: string | null }>`select current_schema() as schema`.execute(database.db)).rows[0]?.schema ?? undefined)
+      : undefined;
   const migrator = new Migrator({
     db: database.db,
     provider: { getMigrations: async () => allMigrations(database.dialect) },
+    migrationTableSchema,
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;

@@ -1,8 +1,12 @@
+import { channel } from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from './types.ts';
 
-const MAX_ATTEMPTS = 5;
+export const MAX_ATTEMPTS = 5;
+
+/** Every retry is published here as { attempt, code, delayMs } (the server logs it at debug level). */
+export const retryChannel = channel('mds:transaction-retry');
 
 /**
  * Runs fn in one transaction. Serialization failures and deadlocks (PostgreSQL) and a busy file
@@ -16,7 +20,9 @@ export async function inTransaction<T>(db: Kysely<DB>, fn: (trx: Transaction<DB>
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS || !isRetryable(err)) throw err;
       // Full jitter: 0..(10ms * 2^attempt), so colliding transactions spread out.
-      await sleep(Math.random() * 10 * 2 ** attempt);
+      const delayMs = Math.random() * 10 * 2 ** attempt;
+      if (retryChannel.hasSubscribers) retryChannel.publish({ attempt, code: (err as { code?: string }).code, delayMs: Math.round(delayMs) });
+      await sleep(delayMs);
     }
   }
 }
@@ -27,7 +33,13 @@ export function isRetryable(err: unknown): boolean {
   return e?.code === 'ERR_SQLITE_ERROR' && (e.errcode === 5 || e.errcode === 6); // SQLITE_BUSY, SQLITE_LOCKED
 }
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);
+const UNAVAILABLE_CODES = new Set([
+  ...['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'],
+  ...['57P01', '57P02', '57P03'], // admin_shutdown (pg_terminate_backend), crash_shutdown, cannot_connect_now
+  '57014', // query_canceled: statement_timeout
+  '55P03', // lock_not_available: lock_timeout
+  '25006', // read_only_sql_transaction: connected to a standby, e.g. during a failover
+]);
 const UNAVAILABLE_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|connection error|Query read timeout|Client was closed|not queryable/i;
 
@@ -35,7 +47,8 @@ const UNAVAILABLE_MESSAGES =
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   if (!e || typeof e !== 'object') return false;
-  if (typeof e.code === 'string' && (UNAVAILABLE_CODES.has(e.code) || e.code.startsWith('08'))) return true;
+  // 08: connection exceptions; 53: insufficient resources (too many connections, disk full, out of memory).
+  if (typeof e.code === 'string' && (UNAVAILABLE_CODES.has(e.code) || /^(08|53)[0-9A-Z]{3}$/.test(e.code))) return true;
   if (isRetryable(err)) return true; // still conflicting after every retry: ask the client to retry later
   return typeof e.message === 'string' && UNAVAILABLE_MESSAGES.test(e.message);
 }

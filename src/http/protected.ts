@@ -40,15 +40,22 @@ export function protect(app: FastifyInstance): void {
     if (key === undefined) return payload;
     request.idempotencyKey = undefined;
     const merchantId = request.principal.merchantId;
-    if (reply.statusCode >= 500) {
-      await app.services.idempotency.release(merchantId, key);
-    } else {
-      const headers: Record<string, string> = {};
-      for (const name of ['content-type', 'location']) {
-        const v = reply.getHeader(name);
-        if (v !== undefined) headers[name] = String(v);
+    try {
+      if (reply.statusCode >= 500) {
+        await app.services.idempotency.release(merchantId, key);
+      } else {
+        const headers: Record<string, string> = {};
+        for (const name of ['content-type', 'location']) {
+          const v = reply.getHeader(name);
+          if (v !== undefined) headers[name] = String(v);
+        }
+        await app.services.idempotency.complete(merchantId, key, { status: reply.statusCode, headers, body: String(payload ?? '') });
       }
-      await app.services.idempotency.complete(merchantId, key, { status: reply.statusCode, headers, body: String(payload ?? '') });
+    } catch (err) {
+      // The database failed after the work was done (or undone): still send the true answer. Thrown from
+      // here, the error would replace it, and on an error response reach Fastify's default handler (raw
+      // error text, application/json). The key stays IN_PROGRESS until it counts as abandoned.
+      request.log.warn({ err }, 'could not record the Idempotency-Key outcome');
     }
     return payload;
   });
