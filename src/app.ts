@@ -42,6 +42,11 @@ export const REDACT_PATHS = [
   '*.authorization',
 ];
 
+const trustHops =
+  (hops: number) =>
+  (_address: string, hop: number): boolean =>
+    hop < hops;
+
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the HTTP application (no listen): plugins, error handling, routes. */
@@ -54,7 +59,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ...(deps.logStream ? { stream: deps.logStream } : {}),
     },
     bodyLimit: config.bodyLimitBytes,
-    trustProxy: config.trustProxy,
+    // A hop count becomes proxy-addr's "trust the n closest hops" function.
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // While shutting down, a request that still arrives on an open connection is served (its answer closes
     // the connection) instead of getting Fastify's own 503, which is not a problem+json body.
     return503OnClosing: false,

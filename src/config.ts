@@ -28,7 +28,8 @@ export interface Config {
   tokenFailuresPerAddress: number;
   tokenFailureWindowSeconds: number;
   idempotencyTtlHours: number;
-  trustProxy: boolean;
+  /** Fastify trustProxy: false, true (every hop), a hop count, or the proxies' addresses/CIDRs. */
+  trustProxy: boolean | number | string[];
   /** The public base URL of the API (scheme, host, optional path; no trailing slash), e.g. for the OAuth discovery document; unset: taken from each request. */
   publicBaseUrl: string | undefined;
 }
@@ -104,7 +105,10 @@ export function loadConfig(env: Env = process.env): Config {
   const publicBaseUrl = parsePublicBaseUrl(str('PUBLIC_BASE_URL', ''), problems);
 
   const trustProxyRaw = str('TRUST_PROXY', 'false');
-  if (!['true', 'false'].includes(trustProxyRaw)) problems.push(`TRUST_PROXY must be true or false, got "${trustProxyRaw}"`);
+  const trustProxy = parseTrustProxy(trustProxyRaw);
+  if (trustProxy === undefined) {
+    problems.push(`TRUST_PROXY must be false, true, a hop count, or comma-separated proxy addresses/CIDRs, got "${trustProxyRaw}"`);
+  }
 
   const config: Config = {
     nodeEnv,
@@ -128,7 +132,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenFailuresPerAddress: int('TOKEN_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
     tokenFailureWindowSeconds: int('TOKEN_FAILURE_WINDOW_SECONDS', 60, 1, 86_400),
     idempotencyTtlHours: int('IDEMPOTENCY_TTL_HOURS', 24, 24, 8760),
-    trustProxy: trustProxyRaw === 'true',
+    trustProxy: trustProxy ?? false,
     publicBaseUrl,
   };
 
@@ -172,4 +176,16 @@ export function parseSigningKeys(raw: string): SigningKey[] {
 /** A database URL without its password, safe for logs and error messages. */
 export function redactUrl(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+}
+
+/**
+ * TRUST_PROXY: which X-Forwarded-For hops to believe (the client address feeds the token rate limit).
+ * "true" trusts every hop, so clients could spoof their address unless the load balancer is the only
+ * way in; a hop count ("1") or the load balancers' addresses ("10.0.0.0/8,192.168.1.5") are safer.
+ */
+export function parseTrustProxy(raw: string): boolean | number | string[] | undefined {
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  if (/^\d{1,2}$/.test(raw)) return Number(raw);
+  const list = raw.split(',').map((p) => p.trim());
+  return list.every((p) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(p)) ? list : undefined;
 }

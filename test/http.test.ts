@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeEachStore, warehouseBody } from './helpers/app.ts';
+import { buildApp } from '../src/app.ts';
+import { loadConfig, parseSigningKeys } from '../src/config.ts';
+import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { describeEachStore, TEST_SIGNING_KEYS as TOKEN_SIGNING_KEYS, warehouseBody } from './helpers/app.ts';
+import { createStore, STORES } from './helpers/stores.ts';
 
 describeEachStore('HTTP plumbing', (ctx) => {
   test('X-Request-Id: a sane incoming id is echoed, an unsafe one replaced, a missing one generated', async () => {
@@ -146,3 +150,34 @@ describeEachStore('internal errors', (ctx) => {
     }
   });
 });
+
+for (const storeName of STORES) {
+  test(`[${storeName}] /readyz is 503 until the schema is migrated, then 200`, async () => {
+    const store = await createStore(storeName);
+    const database = openDatabase({ url: store.url, schema: store.schema });
+    const app = await buildApp({
+      config: loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', TOKEN_SIGNING_KEYS, ...store.env }),
+      database,
+      signingKeys: parseSigningKeys(TOKEN_SIGNING_KEYS),
+    });
+    try {
+      const before = await app.inject({ method: 'GET', url: '/readyz', headers: { 'x-request-id': 'ready' } });
+      assert.equal(before.statusCode, 503);
+      assert.equal(before.headers['retry-after'], '1');
+      assert.deepEqual(before.json(), {
+        type: 'SERVICE_UNAVAILABLE',
+        title: 'Service unavailable',
+        status: 503,
+        detail: 'The database schema is not migrated; run mds migrate',
+        requestId: 'ready',
+      });
+      assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200, 'liveness does not depend on the database');
+      await migrateToLatest(database);
+      assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
+    } finally {
+      await app.close();
+      await database.close();
+      await store.cleanup();
+    }
+  });
+}

@@ -500,3 +500,22 @@ describeEachStore('transfers under real concurrency', (ctx) => {
     assert.equal(consumed.length, 5, 'refused transfers left their quotes pending');
   });
 });
+
+describeEachStore('transfer codes', (ctx) => {
+  test('a colliding transferCode is redrawn: the transfer succeeds, nothing is charged twice', async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const codes = ['AAAA-AAAA', 'AAAA-AAAA', 'BBBB-BBBB'];
+    const { TransfersService } = await import('../src/modules/transfers/service.ts');
+    const service = new TransfersService(t.database.db, t.clock, 30, () => codes.shift() ?? 'CCCC-CCCC');
+    const q1 = await quote(t, m, w.id);
+    const q2 = await quote(t, m, w.id);
+    const first = await service.create(m.merchantId, transferBody(q1.id) as never);
+    const second = await service.create(m.merchantId, transferBody(q2.id) as never);
+    assert.equal(first.transferCode, 'AAAA-AAAA');
+    assert.equal(second.transferCode, 'BBBB-BBBB');
+    assert.equal(await countTransfers(t, m.merchantId), 2);
+    const { entries } = await money(t, m);
+    assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 2);
+  });
+});

@@ -117,3 +117,16 @@ export async function migrateToLatest(database: Database): Promise<string[]> {
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
+
+/** True when the newest migration this code knows has been applied (false on an empty or older schema). */
+export async function schemaIsCurrent(database: Database): Promise<boolean> {
+  const names = Object.keys(allMigrations(database.dialect));
+  const latest = names[names.length - 1];
+  try {
+    const row = await sql<{ name: string }>`select name from kysely_migration where name = ${latest}`.execute(database.db);
+    return row.rows.length === 1;
+  } catch (err) {
+    if (/kysely_migration/.test((err as Error).message ?? '')) return false; // no migration table: never migrated
+    throw err;
+  }
+}

@@ -52,3 +52,10 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (isRetryable(err)) return true; // still conflicting after every retry: ask the client to retry later
   return typeof e.message === 'string' && UNAVAILABLE_MESSAGES.test(e.message);
 }
+
+/** A unique constraint on `column` was violated (PostgreSQL 23505, or SQLite's UNIQUE constraint failure). */
+export function isUniqueViolation(err: unknown, column: string): boolean {
+  const e = err as { code?: string; errcode?: number; message?: string; constraint?: string; detail?: string };
+  if (e?.code === '23505') return `${e.constraint ?? ''} ${e.detail ?? ''}`.includes(column);
+  return e?.code === 'ERR_SQLITE_ERROR' && typeof e.message === 'string' && e.message.includes('UNIQUE constraint failed') && e.message.includes(`.${column}`);
+}

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import { Type } from 'typebox';
-import type { Database } from '../../db/database.ts';
+import { type Database, schemaIsCurrent } from '../../db/database.ts';
 import { AppError } from '../../http/errors.ts';
 import { errorResponses, json, problemResponses } from '../../http/schemas.ts';
 
@@ -30,9 +29,9 @@ export function healthRoutes(database: Database) {
         schema: {
           operationId: 'getReadiness',
           tags: ['operations'],
-          summary: 'Readiness: the database answers',
+          summary: 'Readiness: the database answers and is migrated',
           description:
-            'Answers 200 when the database answers a trivial query, 503 `SERVICE_UNAVAILABLE` (with `Retry-After`) when it does not. For load balancers; no authentication.',
+            'Answers 200 when the database answers and its schema has every migration this version needs; 503 `SERVICE_UNAVAILABLE` (with `Retry-After`) otherwise, e.g. before `mds migrate` ran. For load balancers; no authentication.',
           security: [],
           response: {
             200: json(Health, 'Ready to serve', { status: 'ok' }),
@@ -41,11 +40,14 @@ export function healthRoutes(database: Database) {
         },
       },
       async () => {
+        let current: boolean;
         try {
-          await sql`select 1`.execute(database.db);
+          current = await schemaIsCurrent(database);
         } catch {
           throw new AppError('SERVICE_UNAVAILABLE', 'The database is not reachable', { headers: { 'retry-after': '1' } });
         }
+        // Serving from an unmigrated database would fail every request: stay out of the load balancer instead.
+        if (!current) throw new AppError('SERVICE_UNAVAILABLE', 'The database schema is not migrated; run mds migrate', { headers: { 'retry-after': '1' } });
         return { status: 'ok' as const };
       },
     );

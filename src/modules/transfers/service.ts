@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { inTransaction } from '../../db/transaction.ts';
+import { inTransaction, isUniqueViolation } from '../../db/transaction.ts';
 import type { DB, Db } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
@@ -36,7 +36,9 @@ export class TransfersService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
   readonly #paymentTtlMinutes: number;
-  constructor(db: Kysely<DB>, clock: Clock, paymentTtlMinutes: number) {
+  readonly #transferCode: () => string;
+  constructor(db: Kysely<DB>, clock: Clock, paymentTtlMinutes: number, transferCode: () => string = newTransferCode) {
+    this.#transferCode = transferCode;
     this.#db = db;
     this.#clock = clock;
     this.#paymentTtlMinutes = paymentTtlMinutes;
@@ -47,7 +49,19 @@ export class TransfersService {
    * transfer. Any refusal throws, which rolls back everything, so a refused request changes nothing.
    */
   async create(merchantId: string, req: TransferRequest): Promise<Transfer> {
-    const row = await inTransaction(this.#db, async (trx) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return toTransfer(await this.#create(merchantId, req));
+      } catch (err) {
+        // 40 random bits keep codes short, so two can collide (likely somewhere in a few million
+        // transfers): draw a new one. The transaction rolled back, so nothing is half-done.
+        if (attempt >= 3 || !isUniqueViolation(err, 'transfer_code')) throw err;
+      }
+    }
+  }
+
+  async #create(merchantId: string, req: TransferRequest): Promise<TransferRow> {
+    return inTransaction(this.#db, async (trx) => {
       const now = this.#clock.now();
       // Consume first, in one conditional statement: that is what makes "at most once" hold under
       // concurrency, on any instance. A refusal below throws and the rollback makes it pending again.
@@ -86,7 +100,6 @@ export class TransfersService {
       }
       return transfer;
     });
-    return toTransfer(row);
   }
 
   /** The refusal for a quote that could not be consumed: missing (or another merchant's), already used, or expired. */
@@ -125,7 +138,7 @@ export class TransfersService {
       product_key: req.productKey,
       state: 'inProgress',
       source: 'API',
-      transfer_code: newTransferCode(),
+      transfer_code: this.#transferCode(),
       tracking_code: newTrackingCode(),
       total_amount: product.payableMinor,
       currency: quote.currency,
