@@ -4,21 +4,18 @@
 //   npm run bench                      SQLite (temp file)
 //   npm run bench -- --postgres        PostgreSQL, fresh schema (BENCH_DATABASE_URL, TEST_POSTGRES_URL or local default)
 //   npm run bench -- --duration 3 --connections 10 --merchants 10 --no-write
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { freePort, MDS_BIN, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
 import { benchTokens, type MicroResult, median, tokensTable } from './tokens.ts';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const CLI = join(ROOT, 'bin', 'mds.js');
 const RESULTS = join(import.meta.dirname, 'results.md');
 const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const WAREHOUSES = 10;
@@ -77,23 +74,12 @@ async function createStore(tmp: string): Promise<Store> {
   };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? ok(address.port) : fail(new Error('no port'))));
-    });
-  });
-}
-
 /** CLI commands still running: stopped on Ctrl-C too, so none writes into the temp dir after it is removed. */
 const running = new Set<ChildProcess>();
 
 function cli(cliArgs: string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((ok, fail) => {
-    const child = execFile(process.execPath, [CLI, ...cliArgs], { env, timeout: 60_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [MDS_BIN, ...cliArgs], { env, timeout: 60_000 }, (err, stdout, stderr) => {
       running.delete(child);
       if (err) fail(new Error(`mds ${cliArgs.join(' ')}: ${stderr || err.message}`));
       else ok(stdout);
@@ -102,39 +88,8 @@ function cli(cliArgs: string[], env: NodeJS.ProcessEnv): Promise<string> {
   });
 }
 
-let serverLog = '';
-function startServer(env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const keep = (c: Buffer) => {
-    serverLog = (serverLog + c.toString()).slice(-10_000);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  return child;
-}
-
-async function waitUntilReady(base: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited with code ${child.exitCode}:\n${serverLog}`);
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`server not ready after 30 s:\n${serverLog}`);
-}
-
-async function stopProcess(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((ok) => child.once('exit', ok));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
-}
+/** SIGTERM, SIGKILL after 5 s. */
+const stopProcess = (child: ChildProcess | undefined) => stopChild(child, 5000);
 
 /** Resident and peak memory of the server process, in MiB, from /proc. */
 function memory(pid: number): { rss: number; peak: number } {
@@ -409,10 +364,10 @@ function writeResults(store: string, section: string): void {
 async function main(): Promise<void> {
   const startedAt = Date.now();
   const tmp = mkdtempSync(join(tmpdir(), 'mds-bench-'));
-  let server: ChildProcess | undefined;
+  let server: ServerChild | undefined;
   let storeHandle: Store | undefined;
   const onSignal = () => {
-    Promise.all([stopProcess(server), ...[...running].map(stopProcess)])
+    Promise.all([server?.stop(5000), ...[...running].map(stopProcess)])
       .then(() => storeHandle?.cleanup())
       .finally(() => {
         rmSync(tmp, { recursive: true, force: true });
@@ -424,7 +379,6 @@ async function main(): Promise<void> {
   try {
     storeHandle = await createStore(tmp);
     const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...storeHandle.env,
@@ -441,9 +395,11 @@ async function main(): Promise<void> {
 
     log(`bench: ${store} · ${CONNECTIONS} connections · ${DURATION} s per scenario`);
     if (postgresUrl) await cli(['migrate'], env); // the server migrates SQLite itself, PostgreSQL is the operator's job
-    server = startServer(env);
-    await waitUntilReady(base, server);
-    const pid = server.pid as number;
+    server = startServer({ env, readyTimeoutMs: 30_000, logChars: 10_000 });
+    const base = await server.ready.catch((err: Error) => {
+      throw new Error(`${err.message}:\n${server?.log()}`);
+    });
+    const pid = server.pid;
 
     // Seed: merchants with enough money for every transfer, their tokens, warehouses (the first
     // merchant, whose token the read scenarios use, has WAREHOUSES of them).
@@ -584,7 +540,7 @@ async function main(): Promise<void> {
     await probe();
     const memAfter = memory(pid);
 
-    await stopProcess(server);
+    await server.stop(5000);
     server = undefined;
     log('token micro-benchmark');
     const micro = await benchTokens();
@@ -616,7 +572,7 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     }
   } finally {
-    await stopProcess(server);
+    await server?.stop(5000);
     await storeHandle?.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }

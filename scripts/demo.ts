@@ -2,18 +2,15 @@
 // Starts `mds serve` as a child process, creates a merchant with the operator CLI, then walks
 // token -> warehouse -> options -> transfer -> lookup over HTTP and prints every exchange.
 // Secrets and tokens are masked in everything printed. Exits non-zero if any step fails.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
 import { styleText } from 'node:util';
 import { formatMinor } from '../src/lib/money.ts';
+import { freePort, MDS_BIN, type ServerChild, ServerStartError, startServer, stopChild } from './lib/server-process.ts';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const CLI = join(ROOT, 'bin', 'mds.js');
 const OPENING_BALANCE = '5000';
 const TOTAL_STEPS = 9;
 
@@ -63,59 +60,12 @@ function step(title: string, explain: string): void {
 
 class StepFailed extends Error {}
 
-// ---- the server child process ----
-
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? ok(address.port) : fail(new Error('no port'))));
-    });
-  });
-}
-
-let serverLog = '';
-function startServer(env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const keep = (chunk: Buffer) => {
-    serverLog = (serverLog + chunk.toString()).slice(-20_000);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  return child;
-}
-
-async function waitUntilReady(base: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new StepFailed(`the server exited with code ${child.exitCode} before it was ready`);
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new StepFailed('the server did not become ready within 20 s');
-}
-
-async function stopServer(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((ok) => child.once('exit', ok));
-  child.kill('SIGTERM'); // graceful: the server finishes in-flight requests and closes the database
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 // ---- the operator CLI ----
 
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   print(`${green('$')} mds ${args.map((a) => (/\s/.test(a) ? `"${a}"` : a)).join(' ')}`);
   return new Promise((ok, fail) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [MDS_BIN, ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
       running.delete(child);
       if (err) fail(new StepFailed(`mds ${args[0]} ${args[1]} failed: ${stderr || err.message}`));
       else ok(stdout);
@@ -184,7 +134,6 @@ async function call(
 
 async function demo(tmp: string): Promise<void> {
   const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NODE_ENV: 'development',
@@ -204,8 +153,8 @@ async function demo(tmp: string): Promise<void> {
 
   step('Start the service', 'The operator runs `mds serve`. It creates the SQLite database, applies migrations and listens.');
   print(`${green('$')} PORT=${port} DATABASE_URL=${env.DATABASE_URL} mds serve &`);
-  server = startServer(env);
-  await waitUntilReady(base, server);
+  server = startServer({ env });
+  const base = await server.ready;
   print(`Listening on ${base} (API docs at ${base}/docs)`);
 
   step('Create a merchant (operator CLI)', `The operator creates a merchant with an opening balance and gets its first credential set.`);
@@ -298,12 +247,13 @@ async function demo(tmp: string): Promise<void> {
   );
 }
 
-let server: ChildProcess | undefined;
+let server: ServerChild | undefined;
 /** CLI commands still running (stopped on Ctrl-C, so none writes into the temp dir after it is removed). */
 const running = new Set<ChildProcess>();
 const tmp = mkdtempSync(join(tmpdir(), 'mds-demo-'));
 const cleanup = async () => {
-  await Promise.all([stopServer(server), ...[...running].map(stopServer)]);
+  // SIGTERM (graceful: the server finishes in-flight requests and closes the database), SIGKILL after 5 s.
+  await Promise.all([server?.stop(5_000), ...[...running].map((child) => stopChild(child, 5_000))]);
   rmSync(tmp, { recursive: true, force: true });
 };
 process.once('SIGINT', () => {
@@ -314,10 +264,17 @@ try {
   await demo(tmp);
 } catch (err) {
   print();
-  print(red(bold(`Demo failed at step ${stepNo}: ${err instanceof StepFailed ? err.message : ((err as Error).stack ?? String(err))}`)));
-  if (serverLog.trim()) {
+  print(
+    red(
+      bold(
+        `Demo failed at step ${stepNo}: ${err instanceof StepFailed || err instanceof ServerStartError ? err.message : ((err as Error).stack ?? String(err))}`,
+      ),
+    ),
+  );
+  const serverLog = server?.log().trim();
+  if (serverLog) {
     print(dim('Last server log lines:'));
-    print(indent(serverLog.trim().split('\n').slice(-20).join('\n')));
+    print(indent(serverLog.split('\n').slice(-20).join('\n')));
   }
   process.exitCode = 1;
 } finally {

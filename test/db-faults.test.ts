@@ -264,6 +264,16 @@ describe('database faults under load (PostgreSQL)', { skip: SKIP_PG }, () => {
     return { m, client, warehouseId: await client.createWarehouse() };
   }
 
+  /** A TcpProxy to the test PostgreSQL server, up, and the DATABASE_URL that goes through it. */
+  async function proxiedPostgres(): Promise<{ proxy: TcpProxy; viaProxy: string }> {
+    const url = new URL(POSTGRES_URL!);
+    const proxy = new TcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
+    await proxy.up();
+    url.hostname = '127.0.0.1';
+    url.port = String(proxy.port);
+    return { proxy, viaProxy: url.toString() };
+  }
+
   test('connections killed with pg_terminate_backend during load: 503s, no crash, recovery, no acknowledged transfer lost', async (t) => {
     // Our own application_name (pg reads PGAPPNAME), so we kill this server's connections and nobody else's.
     const appName = `mds_faults_${randomBytes(4).toString('hex')}`;
@@ -309,13 +319,8 @@ describe('database faults under load (PostgreSQL)', { skip: SKIP_PG }, () => {
   });
 
   test('PostgreSQL unreachable, then back: 503 meanwhile, /readyz 503 then 200, /healthz 200 throughout, recovery without restart', async (t) => {
-    const pgUrl = new URL(POSTGRES_URL!);
-    const proxy = new TcpProxy({ host: pgUrl.hostname, port: Number(pgUrl.port || 5432) });
-    await proxy.up();
-    const viaProxy = new URL(POSTGRES_URL!);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
-    const server = await startServerProcess({ env: { ...store.env, DATABASE_URL: viaProxy.toString() } });
+    const { proxy, viaProxy } = await proxiedPostgres();
+    const server = await startServerProcess({ env: { ...store.env, DATABASE_URL: viaProxy } });
     try {
       const { m, client, warehouseId } = await setUp(server, 'Database down');
       const traffic = load(client, warehouseId, 6);
@@ -380,13 +385,8 @@ describe('database faults under load (PostgreSQL)', { skip: SKIP_PG }, () => {
   });
 
   test('PostgreSQL silent (a partition drops the connections): 503 within the connect and query timeouts, never a hang; recovery', async (t) => {
-    const pgUrl = new URL(POSTGRES_URL!);
-    const proxy = new TcpProxy({ host: pgUrl.hostname, port: Number(pgUrl.port || 5432) });
-    await proxy.up();
-    const viaProxy = new URL(POSTGRES_URL!);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
-    const server = await startServerProcess({ env: { ...store.env, DATABASE_URL: viaProxy.toString(), DATABASE_POOL_SIZE: '4' } });
+    const { proxy, viaProxy } = await proxiedPostgres();
+    const server = await startServerProcess({ env: { ...store.env, DATABASE_URL: viaProxy, DATABASE_POOL_SIZE: '4' } });
     try {
       const { m, client, warehouseId } = await setUp(server, 'Silent database');
       const traffic = load(client, warehouseId, 4, 60_000);

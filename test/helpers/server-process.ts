@@ -1,6 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
+import { MDS_BIN, type ServerChild, startServer } from '../../scripts/lib/server-process.ts';
 import { loadConfig } from '../../src/config.ts';
 import { type Database, migrateToLatest, openDatabase } from '../../src/db/database.ts';
 import { systemClock } from '../../src/lib/clock.ts';
@@ -15,25 +14,16 @@ import { checkFetchResponse } from './contract.ts';
  * server. Plus a small fetch client and in-process fixtures (merchants, top-ups) on the same store.
  */
 
-export const BIN = fileURLToPath(new URL('../../bin/mds.js', import.meta.url));
+export { freePort, MDS_BIN as BIN } from '../../scripts/lib/server-process.ts';
 
-export interface ServerProcess {
+export interface ServerProcess extends Omit<ServerChild, 'ready'> {
   /** Base URL, e.g. http://127.0.0.1:41234 */
   url: string;
-  pid: number;
-  child: ChildProcess;
   /** Every stdout / stderr line so far. */
   stdout: string[];
   stderr: string[];
   /** stdout lines that parse as JSON (pino log records). */
   logs(): Array<Record<string, unknown>>;
-  /** Resolves when the process has exited. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** True while the process runs. */
-  alive(): boolean;
-  kill(signal?: NodeJS.Signals): void;
-  /** SIGTERM (graceful), SIGKILL after timeoutMs; resolves once it has exited. */
-  stop(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 export interface StartOptions {
@@ -43,95 +33,35 @@ export interface StartOptions {
   readyTimeoutMs?: number;
 }
 
-const running = new Set<ChildProcess>();
-// A failing test must not leave servers behind (they would hold ports and database connections).
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
-/** A port nobody listens on right now (for a server we want to restart on the same address). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /**
  * Starts `node bin/mds.js serve` and resolves once it listens. The URL comes from the "ready: URL"
  * log line (so PORT=0 works); with LOG_LEVEL above info, pass PORT and /healthz is polled instead.
  */
 export async function startServerProcess(opts: StartOptions): Promise<ServerProcess> {
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
-    NODE_ENV: 'production',
-    LOG_LEVEL: 'info',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS,
-    ...opts.env,
-  };
-  const child = spawn(process.execPath, [BIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  running.add(child);
   const stdout: string[] = [];
   const stderr: string[] = [];
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => {
-      running.delete(child);
-      resolve({ code, signal });
-    });
+  const { ready, ...server } = startServer({
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'info',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS,
+      ...opts.env,
+    },
+    readyTimeoutMs: opts.readyTimeoutMs,
+    onLine: (line, stream) => (stream === 'stdout' ? stdout : stderr).push(line),
   });
-  let onLine: ((line: string) => void) | undefined;
-  collectLines(child.stdout!, (line) => {
-    stdout.push(line);
-    onLine?.(line);
-  });
-  collectLines(child.stderr!, (line) => stderr.push(line));
-
-  const output = () => `--- stdout ---\n${stdout.slice(-40).join('\n')}\n--- stderr ---\n${stderr.slice(-40).join('\n')}`;
-  const timeoutMs = opts.readyTimeoutMs ?? 20_000;
   let url: string;
   try {
-    url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`server did not become ready within ${timeoutMs} ms`)), timeoutMs);
-      const done = (value: string) => {
-        clearTimeout(timer);
-        resolve(value);
-      };
-      exited.then(({ code, signal }) => reject(new Error(`server exited before it was ready (code ${code}, signal ${signal})`)));
-      const logsReady = ['trace', 'debug', 'info'].includes(env.LOG_LEVEL);
-      if (logsReady) {
-        onLine = (line) => {
-          const m = /"msg":"ready: (http:\/\/[^\s"]+)/.exec(line);
-          if (m) done(m[1]);
-        };
-      } else {
-        if (env.PORT === '0') return reject(new Error(`LOG_LEVEL=${env.LOG_LEVEL} hides the ready line: pass a PORT (see freePort())`));
-        const candidate = `http://${env.HOST}:${env.PORT}`;
-        const poll = async () => {
-          while (child.exitCode === null && child.signalCode === null) {
-            try {
-              if ((await fetch(`${candidate}/healthz`, { signal: AbortSignal.timeout(1000) })).ok) return done(candidate);
-            } catch {}
-            await new Promise((r) => setTimeout(r, 50));
-          }
-        };
-        void poll();
-      }
-    });
+    url = await ready;
   } catch (err) {
-    child.kill('SIGKILL');
-    await exited;
-    throw new Error(`${(err as Error).message}\n${output()}`);
-  } finally {
-    onLine = undefined;
+    throw new Error(`${(err as Error).message}\n--- stdout ---\n${stdout.slice(-40).join('\n')}\n--- stderr ---\n${stderr.slice(-40).join('\n')}`);
   }
-
-  const server: ServerProcess = {
+  return {
+    ...server,
     url,
-    pid: child.pid!,
-    child,
     stdout,
     stderr,
     logs: () =>
@@ -142,38 +72,7 @@ export async function startServerProcess(opts: StartOptions): Promise<ServerProc
           return [];
         }
       }),
-    exited,
-    alive: () => child.exitCode === null && child.signalCode === null,
-    kill(signal = 'SIGTERM') {
-      if (server.alive()) child.kill(signal);
-    },
-    async stop(stopTimeoutMs = 10_000) {
-      if (!server.alive()) return exited;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), stopTimeoutMs);
-      const result = await exited;
-      clearTimeout(timer);
-      return result;
-    },
   };
-  return server;
-}
-
-function collectLines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
-  let buffered = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    buffered += chunk;
-    let nl = buffered.indexOf('\n');
-    while (nl >= 0) {
-      onLine(buffered.slice(0, nl));
-      buffered = buffered.slice(nl + 1);
-      nl = buffered.indexOf('\n');
-    }
-  });
-  stream.on('end', () => {
-    if (buffered) onLine(buffered);
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -319,7 +218,7 @@ export async function openStore(env: Record<string, string>, poolSize = 4): Prom
 
 /** Runs `node bin/mds.js ARGS --json` against the env's store; resolves with its parsed output. */
 export async function cli(env: Record<string, string>, args: string[]): Promise<{ code: number | null; output: any; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args, '--json'], {
+  const child = spawn(process.execPath, [MDS_BIN, ...args, '--json'], {
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
