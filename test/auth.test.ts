@@ -192,22 +192,55 @@ describeEachStore('POST /auth/token', (ctx) => {
 describeEachStore(
   'token endpoint rate limit',
   (ctx) => {
-    test('failed attempts per client are limited with 429 and Retry-After; the window passes', async () => {
+    test('failures are limited per client id from an address and per address; nobody can lock a merchant out', async () => {
       const t = ctx();
-      const m = await t.merchant();
-      const attempt = (secret: string) =>
-        t.request({ method: 'POST', url: '/auth/token', payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: secret } });
-      for (let i = 0; i < 3; i++) assert.equal((await attempt('sk_wrong')).statusCode, 401);
-      const limited = await attempt(m.clientSecret); // even the right secret waits: the client is under attack
+      const victim = await t.merchant('Victim');
+      const attempt = (clientId: string, secret: string, remoteAddress: string) =>
+        t.request({
+          method: 'POST',
+          url: '/auth/token',
+          remoteAddress,
+          headers: { 'x-request-id': 'rl' },
+          payload: { grant_type: 'client_credentials', client_id: clientId, client_secret: secret },
+        });
+      const attacker = '203.0.113.66';
+      for (let i = 0; i < 3; i++) assert.equal((await attempt(victim.clientId, 'sk_wrong', attacker)).statusCode, 401);
+      const limited = await attempt(victim.clientId, victim.clientSecret, attacker);
       assert.equal(limited.statusCode, 429);
       assert.equal(limited.headers['retry-after'], '60');
-      assert.equal(limited.json().type, 'RATE_LIMITED');
-      assert.equal(limited.json().status, 429);
+      assert.match(limited.headers['content-type'] as string, /^application\/json/);
+      assert.deepEqual(limited.json(), {
+        type: 'RATE_LIMITED',
+        title: 'Too many requests',
+        status: 429,
+        detail: 'Too many failed token requests; retry in 60 s',
+        requestId: 'rl',
+        error: 'invalid_request',
+        error_description: 'Too many failed token requests',
+      });
+      // The merchant's own server, elsewhere, is not affected by the attack on its public client id.
+      assert.equal((await attempt(victim.clientId, victim.clientSecret, '198.51.100.7')).statusCode, 200);
+
+      // The attacking address is limited as a whole after TOKEN_FAILURES_PER_ADDRESS failures, whatever client id it tries.
+      const other = await t.merchant('Other');
+      for (let i = 0; i < 2; i++) assert.equal((await attempt(`cli_guess${i}`, 'sk_wrong', attacker)).statusCode, 401);
+      assert.equal((await attempt(other.clientId, other.clientSecret, attacker)).statusCode, 429);
       t.clock.advance(60_000);
-      assert.equal((await attempt(m.clientSecret)).statusCode, 200);
+      assert.equal((await attempt(victim.clientId, victim.clientSecret, attacker)).statusCode, 200, 'the window passes');
+    });
+
+    test('oversized client credentials are refused before they reach the limiter', async () => {
+      const t = ctx();
+      const res = await t.request({
+        method: 'POST',
+        url: '/auth/token',
+        payload: { grant_type: 'client_credentials', client_id: 'x'.repeat(300), client_secret: 'sk' },
+      });
+      assert.equal(res.statusCode, 400);
+      assert.equal(res.json().error_description, 'Parameter client_id is longer than 256 characters');
     });
   },
-  { TOKEN_FAILURES_PER_CLIENT: '3', TOKEN_FAILURES_PER_ADDRESS: '1000' },
+  { TOKEN_FAILURES_PER_CLIENT: '3', TOKEN_FAILURES_PER_ADDRESS: '5' },
 );
 
 describeEachStore('bearer authentication on protected routes', (ctx) => {

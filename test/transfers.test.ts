@@ -143,6 +143,12 @@ describeEachStore('POST /options', (ctx) => {
       detail: "The destination is 111.2 km from the warehouse, beyond every product's range",
       requestId: 'far',
     });
+    // Also when another reason is what a product reports first (express takes neither CURBSIDE nor EXTRA_LARGE).
+    for (const other of [{ deliveryType: 'CURBSIDE' }, { parcelSize: 'EXTRA_LARGE' }]) {
+      const res = await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(w.id, { ...other, destinationLocation: { ...DESTINATION, lng: 1 } }) });
+      assert.equal(res.statusCode, 422, JSON.stringify(other));
+      assert.equal(res.json().type, 'OUT_OF_SERVICE_AREA');
+    }
     const after = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).execute();
     assert.equal(after.length, before.length);
   });

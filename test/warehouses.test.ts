@@ -226,6 +226,18 @@ describeEachStore(
       });
       assert.equal((await t.as(m, { method: 'GET', url: '/warehouses' })).json().length, 5);
     });
+
+    test('the cap holds under concurrent creates', async () => {
+      const t = ctx();
+      const m = await t.merchant();
+      const token = await t.token(m);
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => t.http(token, 'POST', '/warehouses', warehouseBody({ name: `C${i}` }))));
+      const statuses = results.map((r) => r.status).sort();
+      assert.deepEqual(statuses, [...Array(5).fill(201), ...Array(15).fill(422)]);
+      const all = await t.as(m, { method: 'GET', url: '/warehouses' });
+      assert.equal(all.json().length, 5);
+      assert.equal(all.headers.link, undefined, 'the unpaged list is complete');
+    });
   },
   { MAX_WAREHOUSES_PER_MERCHANT: '5' },
 );

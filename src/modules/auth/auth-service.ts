@@ -45,9 +45,15 @@ export class AuthService {
     this.#o = options;
   }
 
-  /** Client credentials grant (RFC 6749 4.4). Failed attempts count against the client and the address. */
+  /**
+   * Client credentials grant (RFC 6749 4.4). Failed attempts count against the address and against
+   * the client id *from that address*: client ids are public, so counting per client id alone would
+   * let anyone lock a merchant out with a few wrong secrets. (Secrets are 256-bit: the limits slow
+   * down noise and guessing of client ids, they are not what keeps secrets safe.)
+   */
   async issueToken(clientId: string, clientSecret: string, address: string): Promise<TokenResponse> {
-    const wait = Math.max(this.#o.clientLimiter.retryAfter(clientId), this.#o.addressLimiter.retryAfter(address));
+    const clientKey = `${address} ${clientId}`;
+    const wait = Math.max(this.#o.clientLimiter.retryAfter(clientKey), this.#o.addressLimiter.retryAfter(address));
     if (wait > 0) {
       throw new AppError('RATE_LIMITED', `Too many failed token requests; retry in ${wait} s`, {
         headers: { 'retry-after': String(wait) },
@@ -59,7 +65,7 @@ export class AuthService {
     const expected = Buffer.from(credential?.secret_hash ?? DUMMY_HASH, 'hex');
     const secretMatches = timingSafeEqual(presented, expected);
     if (!credential || !secretMatches || credential.status !== 'ACTIVE') {
-      this.#o.clientLimiter.recordFailure(clientId);
+      this.#o.clientLimiter.recordFailure(clientKey);
       this.#o.addressLimiter.recordFailure(address);
       const detail = credential && secretMatches ? 'The client credentials have been revoked' : 'Unknown client or wrong client secret';
       throw invalidClient(detail);

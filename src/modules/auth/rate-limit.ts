@@ -1,9 +1,10 @@
 import type { Clock } from '../../lib/clock.ts';
 
 /**
- * Counts failed token attempts per key (client id, remote address) in a fixed window. Only failures
- * count, so a well-behaved client is never slowed. In memory, per instance: with N instances an
- * attacker gets at most N times the limit (documented in README).
+ * Counts failed token attempts per key (an address, or a client id from an address) in a fixed
+ * window. Only failures count: a client that sends its right secret is slowed only when its own
+ * address has been failing. In memory, per instance: with N instances an attacker gets at most N
+ * times the limit (documented in README). The map is bounded.
  */
 export class FailureLimiter {
   readonly #limit: number;

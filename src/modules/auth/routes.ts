@@ -40,6 +40,8 @@ export const TokenResponse = Type.Object(
 );
 
 const FIELDS = ['grant_type', 'client_id', 'client_secret', 'scope'];
+// Real ids and secrets are under 64 characters; longer ones are garbage that should not reach the rate limiter's keys.
+const MAX_PARAM_LENGTH = 256;
 
 /**
  * POST /auth/token: OAuth 2.0 client credentials (RFC 6749 4.4). Takes the JSON body of the interface,
@@ -122,6 +124,9 @@ function readTokenRequest(request: FastifyRequest): { clientId: string; clientSe
   for (const name of FIELDS) {
     // Form bodies turn a repeated parameter into an array; RFC 6749 3.2 forbids repeating them.
     if (params[name] !== undefined && typeof params[name] !== 'string') throw invalidRequest(`Parameter ${name} must be a single string`);
+    if (typeof params[name] === 'string' && (params[name] as string).length > MAX_PARAM_LENGTH) {
+      throw invalidRequest(`Parameter ${name} is longer than ${MAX_PARAM_LENGTH} characters`);
+    }
   }
   const grantType = params.grant_type as string | undefined;
   if (!grantType) throw invalidRequest('grant_type is required');
@@ -136,6 +141,7 @@ function readTokenRequest(request: FastifyRequest): { clientId: string; clientSe
   if (basic) {
     if (bodySecret !== undefined) throw invalidRequest('Use one client authentication method: HTTP Basic or client_secret in the body');
     if (bodyId !== undefined && bodyId !== basic.clientId) throw invalidRequest('client_id in the body differs from HTTP Basic');
+    if (basic.clientId.length > MAX_PARAM_LENGTH || basic.clientSecret.length > MAX_PARAM_LENGTH) throw invalidClient('Unknown client or wrong client secret');
     return basic;
   }
   if (!bodyId || !bodySecret) throw invalidClient('Send client_id and client_secret (in the body or with HTTP Basic)');

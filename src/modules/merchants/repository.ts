@@ -37,12 +37,16 @@ export const merchantsRepository = {
     return db.selectFrom('ledger_entries').selectAll().where('merchant_id', '=', merchantId).orderBy('id').execute();
   },
 
-  async ledgerSum(db: Db, merchantId: string): Promise<number> {
-    const row = await db
-      .selectFrom('ledger_entries')
-      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('amount'), eb.lit(0)).as('total'))
-      .where('merchant_id', '=', merchantId)
-      .executeTakeFirstOrThrow();
-    return Number(row.total);
+  /**
+   * Row-locks the merchant until the transaction ends (a no-op write: portable across PostgreSQL and
+   * SQLite, where BEGIN IMMEDIATE already serializes writers). For rare per-merchant invariants such
+   * as the warehouse cap.
+   */
+  async lock(db: Db, merchantId: string): Promise<void> {
+    await db
+      .updateTable('merchants')
+      .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+      .where('id', '=', merchantId)
+      .execute();
   },
 };

@@ -52,8 +52,8 @@ export class QuotesService {
       isFragile: request.isFragile,
       isPerishable: request.isPerishable,
     });
-    const all = Object.values(products);
-    if (all.every((p) => p.unavailableReason === 'DISTANCE_EXCEEDS_RANGE')) {
+    // Out of the service area: beyond every product's range, whatever else makes a product unavailable.
+    if (Object.values(tariff.document.products).every((p) => metres > p.maxDistanceKm * 1000)) {
       throw new AppError('OUT_OF_SERVICE_AREA', `The destination is ${(metres / 1000).toFixed(1)} km from the warehouse, beyond every product's range`);
     }
     const now = this.#clock.now();

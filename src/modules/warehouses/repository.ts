@@ -12,11 +12,12 @@ export const warehousesRepository = {
     return db.selectFrom('warehouses').selectAll().where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
   },
 
-  async list(db: Db, merchantId: string, opts: { status?: string; afterId?: string; limit: number }): Promise<WarehouseRow[]> {
+  async list(db: Db, merchantId: string, opts: { status?: string; afterId?: string; limit?: number }): Promise<WarehouseRow[]> {
     let q = db.selectFrom('warehouses').selectAll().where('merchant_id', '=', merchantId);
     if (opts.status) q = q.where('status', '=', opts.status as WarehouseRow['status']);
     if (opts.afterId) q = q.where('id', '>', opts.afterId);
-    return q.orderBy('id').limit(opts.limit).execute();
+    if (opts.limit !== undefined) q = q.limit(opts.limit);
+    return q.orderBy('id').execute();
   },
 
   async count(db: Db, merchantId: string): Promise<number> {

@@ -4,6 +4,7 @@ import type { DB } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
+import { merchantsRepository } from '../merchants/repository.ts';
 import { type WarehouseRow, warehousesRepository } from './repository.ts';
 import type { Warehouse, WarehouseInput, WarehouseListQuery } from './schemas.ts';
 
@@ -25,8 +26,13 @@ export class WarehousesService {
 
   async list(merchantId: string, query: WarehouseListQuery): Promise<WarehousePage> {
     const afterId = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-    const limit = query.limit ?? this.#maxPerMerchant;
-    const rows = await warehousesRepository.list(this.#db, merchantId, { status: query.status, afterId, limit: limit + 1 });
+    // Without `limit`, every warehouse (the per-merchant cap bounds it); with it, one row more tells whether a next page exists.
+    const rows = await warehousesRepository.list(this.#db, merchantId, {
+      status: query.status,
+      afterId,
+      limit: query.limit === undefined ? undefined : query.limit + 1,
+    });
+    const limit = query.limit ?? rows.length;
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
     return { items: page.map(toWarehouse), ...(more ? { nextCursor: encodeCursor(page[page.length - 1].id) } : {}) };
@@ -45,6 +51,8 @@ export class WarehousesService {
 
   async create(merchantId: string, input: WarehouseInput): Promise<Warehouse> {
     return inTransaction(this.#db, async (trx) => {
+      // Serialize a merchant's concurrent creations (PostgreSQL, read committed), or two could both pass the count.
+      await merchantsRepository.lock(trx, merchantId);
       if ((await warehousesRepository.count(trx, merchantId)) >= this.#maxPerMerchant) {
         throw new AppError('WAREHOUSE_LIMIT_REACHED', `A merchant can have at most ${this.#maxPerMerchant} warehouses`);
       }
