@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 // The operator CLI. A JS shim so that `npx mds` works: Node strips types from our .ts sources,
 // but not from files reached through node_modules/.bin, so we import the real entry by path.
-import { main } from '../src/main.ts';
-
+const [major] = process.versions.node.split('.').map(Number);
+if (major < 24) {
+  process.stderr.write(`mds needs Node.js 24 or newer (it runs the TypeScript sources directly); this is ${process.version}.\n`);
+  process.exit(1);
+}
+const { main } = await import('../src/main.ts');
 process.exitCode = await main(process.argv.slice(2));

@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config, SigningKey } from './config.ts';
 import type { Database } from './db/database.ts';
-import { registerErrorHandling } from './http/error-handler.ts';
+import { frameworkError, registerErrorHandling } from './http/error-handler.ts';
 import './http/fastify-types.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { protect } from './http/protected.ts';
@@ -64,6 +64,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // While shutting down, a request that still arrives on an open connection is served (its answer closes
     // the connection) instead of getting Fastify's own 503, which is not a problem+json body.
     return503OnClosing: false,
+    frameworkErrors: frameworkError,
     // Echo a sane incoming X-Request-Id (so a merchant can correlate), otherwise make one.
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];

@@ -167,7 +167,7 @@ describeEachStore(
       }
       const jsonError = await mds(t, 'credentials', 'delete', 'cli_nobody', '--json');
       assert.equal(jsonError.code, 1);
-      assert.deepEqual(JSON.parse(jsonError.stdout), { error: 'VALIDATION_FAILED', message: 'No credential with client id cli_nobody' });
+      assert.deepEqual(JSON.parse(jsonError.stdout), { error: 'CLIENT_NOT_FOUND', message: 'No credential with client id cli_nobody' });
       const help = await mds(t, '--help');
       assert.equal(help.code, 0);
       assert.match(help.stdout, /Usage: mds <command>/);

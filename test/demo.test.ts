@@ -48,7 +48,7 @@ test('npm run demo walks the whole merchant flow over HTTP and never prints a se
   assert.match(output, /^Done: 5000\.00 - /m);
 
   // Masked: a prefix and an ellipsis, never the whole value.
-  assert.match(output, /"clientSecret": "sk_\w{3}…"/);
+  assert.match(output, /"clientSecret": "sk_[\w-]{3}…"/);
   assert.match(output, /"access_token": "eyJ[\w-]{3}…"/);
   assert.match(output, /authorization: Bearer eyJ[\w-]{3}…/);
   assert.doesNotMatch(output, /sk_[\w-]{8,}/, 'a client secret was printed');

@@ -82,6 +82,26 @@ describeEachStore('HTTP plumbing', (ctx) => {
     assert.equal(({} as Record<string, unknown>).isAdmin, undefined);
   });
 
+  test('malformed URLs and over-long path parameters get the same envelope', async () => {
+    const t = ctx();
+    const m = await t.merchant();
+    const badEscape = await t.as(m, { method: 'GET', url: '/warehouses/%zz', headers: { 'x-request-id': 'bad-url' } });
+    assert.equal(badEscape.statusCode, 400);
+    assert.equal(badEscape.headers['x-request-id'], 'bad-url');
+    assert.match(badEscape.headers['content-type'] as string, /^application\/problem\+json/);
+    assert.deepEqual(badEscape.json(), {
+      type: 'VALIDATION_FAILED',
+      title: 'Request validation failed',
+      status: 400,
+      detail: 'The URL is not valid (bad %-escape)',
+      requestId: 'bad-url',
+      errors: [{ path: '', message: 'The URL is not valid (bad %-escape)' }],
+    });
+    const long = await t.as(m, { method: 'GET', url: `/transfer/${'a'.repeat(150)}` });
+    assert.equal(long.statusCode, 400);
+    assert.equal(long.json().detail, 'A path parameter is too long');
+  });
+
   test('unknown route: 404 ROUTE_NOT_FOUND as problem+json', async () => {
     const t = ctx();
     const res = await t.request({ method: 'GET', url: '/nope?x=1', headers: { 'x-request-id': 'nr' } });

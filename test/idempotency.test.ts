@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sha256, stableStringify } from '../src/lib/stable-json.ts';
 import { describeEachStore, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
 
 const DESTINATION = { lat: 0, lng: 0.1, display_name: 'Destination 5', city: 'Gulf' };
@@ -79,17 +80,27 @@ describeEachStore('Idempotency-Key', (ctx) => {
   test('a concurrent duplicate is 409 IDEMPOTENCY_KEY_IN_USE while the first runs', async () => {
     const t = ctx();
     const m = await t.merchant();
-    const first = await t.services.idempotency.begin(m.merchantId, 'key-3', 'hash');
-    assert.deepEqual(first, { kind: 'proceed' });
-    await assert.rejects(t.services.idempotency.begin(m.merchantId, 'key-3', 'hash'), { code: 'IDEMPOTENCY_KEY_IN_USE' });
-    // Over HTTP too: the key is held by the unfinished first request.
+    // Hold the key exactly as an unfinished first POST /warehouses with this body would (same fingerprint as src/http/protected.ts).
+    const fingerprint = sha256(`POST /warehouses\n${stableStringify(warehouseBody())}`);
+    assert.deepEqual(await t.services.idempotency.begin(m.merchantId, 'key-3', fingerprint), { kind: 'proceed' });
     const res = await t.as(m, {
       method: 'POST',
       url: '/warehouses',
       headers: { 'idempotency-key': 'key-3', 'x-request-id': 'busy' },
       payload: warehouseBody(),
     });
-    assert.equal(res.statusCode, 422, 'a different request hash is REUSED even while in progress');
+    assert.equal(res.statusCode, 409);
+    assert.equal(res.headers['retry-after'], '1');
+    assert.deepEqual(res.json(), {
+      type: 'IDEMPOTENCY_KEY_IN_USE',
+      title: 'Idempotency key in use',
+      status: 409,
+      detail: 'A request with this Idempotency-Key is still being processed; retry shortly',
+      requestId: 'busy',
+    });
+    const other = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'key-3' }, payload: warehouseBody({ name: 'Other' }) });
+    assert.equal(other.statusCode, 422, 'another request with the key is REUSED, even while the first runs');
+    assert.deepEqual((await t.as(m, { method: 'GET', url: '/warehouses' })).json(), [], 'neither ran');
     await t.services.idempotency.release(m.merchantId, 'key-3');
     const after = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'key-3' }, payload: warehouseBody() });
     assert.equal(after.statusCode, 201, 'a released key can be used again');

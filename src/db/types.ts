@@ -1,4 +1,4 @@
-import type { Generated, Kysely, Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 
 /** Row types. Times are epoch milliseconds (bigint in PostgreSQL, integer in SQLite); money is integer minor units. */
 export interface MerchantsTable {
@@ -113,4 +113,3 @@ export interface DB {
 
 /** Repositories take either the database or an open transaction. */
 export type Db = Kysely<DB> | Transaction<DB>;
-export type { Generated };

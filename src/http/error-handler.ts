@@ -18,15 +18,24 @@ export function registerErrorHandling(app: FastifyInstance): void {
 }
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
-  const oauth = request.routeOptions.url === TOKEN_ENDPOINT;
+  const oauth = request.routeOptions?.url === TOKEN_ENDPOINT;
   const err = oauth ? asOAuthError(error) : error;
   // RFC 6749 5.2: token endpoint errors are application/json, or standard OAuth clients won't read them.
-  reply.code(err.status).type(oauth ? 'application/json' : 'application/problem+json');
+  reply
+    .code(err.status)
+    .type(oauth ? 'application/json' : 'application/problem+json')
+    .header('x-request-id', request.id);
   for (const [name, value] of Object.entries(err.options.headers ?? {})) reply.header(name, value);
   return reply.send(toProblem(err, request.id));
 }
 
 export const TOKEN_ENDPOINT = '/auth/token';
+
+/** Errors Fastify raises before routing (a malformed %-escape, an over-long path parameter): the same envelope as every other error. */
+export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const detail = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The URL is not valid (bad %-escape)';
+  return sendProblem(request, reply, new AppError('VALIDATION_FAILED', detail, { errors: [{ path: '', message: detail }] }));
+}
 
 const OAUTH_ERRORS: Partial<Record<AppError['code'], string>> = { INVALID_CLIENT: 'invalid_client', UNSUPPORTED_GRANT_TYPE: 'unsupported_grant_type' };
 

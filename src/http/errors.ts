@@ -15,6 +15,9 @@ export const ERRORS = {
   CREDENTIALS_REVOKED: { status: 401, title: 'Credentials revoked' },
   INSUFFICIENT_BALANCE: { status: 402, title: 'Insufficient balance' },
   ROUTE_NOT_FOUND: { status: 404, title: 'No such endpoint' },
+  // Operator (CLI) errors; no HTTP route answers them.
+  MERCHANT_NOT_FOUND: { status: 404, title: 'Merchant not found' },
+  CLIENT_NOT_FOUND: { status: 404, title: 'Client not found' },
   WAREHOUSE_NOT_FOUND: { status: 404, title: 'Warehouse not found' },
   QUOTE_NOT_FOUND: { status: 404, title: 'Quote not found' },
   TRANSFER_NOT_FOUND: { status: 404, title: 'Transfer not found' },

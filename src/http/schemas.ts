@@ -12,6 +12,10 @@ export const DateTime = (description?: string) =>
 export const StringEnum = <T extends string[]>(values: [...T], options: Record<string, unknown> = {}) =>
   Type.Unsafe<T[number]>({ type: 'string', enum: values, ...options });
 
+/** A telephone number: digits with an optional leading +, spaces, dashes and parentheses. */
+export const Phone = (description = 'Digits with optional +, spaces, dashes, parentheses') =>
+  Type.String({ pattern: '^\\+?[0-9][0-9 ()\\-]{3,30}$', maxLength: 32, description });
+
 export const GeoPoint = Type.Object(
   {
     type: Type.Literal('Point'),
@@ -80,6 +84,8 @@ const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<strin
   CREDENTIALS_REVOKED: { detail: 'The credentials this token was issued for have been revoked' },
   INSUFFICIENT_BALANCE: { detail: 'The balance does not cover 314.38 RUB; top up and retry' },
   ROUTE_NOT_FOUND: { detail: 'No endpoint GET /nowhere' },
+  MERCHANT_NOT_FOUND: { detail: 'No merchant 01a20057-9d1c-7b2e-8a4f-5c6d7e8f9a0b' },
+  CLIENT_NOT_FOUND: { detail: 'No credential with client id cli_0123456789abcdef01234567' },
   WAREHOUSE_NOT_FOUND: { detail: `No warehouse ${EXAMPLE_IDS.warehouse}` },
   QUOTE_NOT_FOUND: { detail: `No quote ${EXAMPLE_IDS.quote}` },
   TRANSFER_NOT_FOUND: { detail: `No transfer ${EXAMPLE_IDS.transfer}` },

@@ -30,8 +30,6 @@ export function parseDecimal(text: string): bigint {
   return BigInt(m[1]) * DECIMAL_SCALE + BigInt(frac);
 }
 
-export const isDecimal = (text: string): boolean => DECIMAL.test(text);
-
 /** Exact division rounded half-up (away from zero for .5); operands are non-negative. */
 export function divRoundHalfUp(numerator: bigint, denominator: bigint): bigint {
   if (numerator < 0n || denominator <= 0n) throw new RangeError('divRoundHalfUp expects numerator >= 0 and denominator > 0');

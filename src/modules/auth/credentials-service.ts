@@ -43,7 +43,7 @@ export class CredentialsService {
 
   /** Issues a new credential set; earlier ones keep working (rotation). */
   async issue(merchantId: string, db: Db = this.#db): Promise<IssuedCredential> {
-    if (!(await merchantsRepository.find(db, merchantId))) throw new AppError('VALIDATION_FAILED', `No merchant ${merchantId}`);
+    if (!(await merchantsRepository.find(db, merchantId))) throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
     const clientId = `cli_${randomBytes(12).toString('hex')}`;
     const clientSecret = `sk_${randomBytes(32).toString('base64url')}`;
     await credentialsRepository.insert(db, {
@@ -72,7 +72,7 @@ export class CredentialsService {
   /** Disables a credential set: its tokens fail with CREDENTIALS_REVOKED, it can no longer get tokens. */
   async revoke(clientId: string): Promise<void> {
     const existing = await credentialsRepository.findByClientId(this.#db, clientId);
-    if (!existing) throw new AppError('VALIDATION_FAILED', `No credential with client id ${clientId}`);
+    if (!existing) throw new AppError('CLIENT_NOT_FOUND', `No credential with client id ${clientId}`);
     await credentialsRepository.revoke(this.#db, clientId, this.#clock.now());
     this.#onChange(clientId);
   }
@@ -80,7 +80,7 @@ export class CredentialsService {
   /** Deletes a credential set: its tokens fail with CREDENTIALS_NOT_FOUND. */
   async delete(clientId: string): Promise<void> {
     if (!(await credentialsRepository.delete(this.#db, clientId))) {
-      throw new AppError('VALIDATION_FAILED', `No credential with client id ${clientId}`);
+      throw new AppError('CLIENT_NOT_FOUND', `No credential with client id ${clientId}`);
     }
     this.#onChange(clientId);
   }

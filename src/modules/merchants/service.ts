@@ -95,7 +95,7 @@ export class MerchantsService {
   async #credit(trx: Db, merchantId: string, amountMinor: number, note: string | null): Promise<number> {
     const now = this.#clock.now();
     const balance = await merchantsRepository.adjustBalance(trx, merchantId, amountMinor, now);
-    if (balance === undefined) throw new AppError('VALIDATION_FAILED', `No merchant ${merchantId}`);
+    if (balance === undefined) throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
     await merchantsRepository.insertLedgerEntry(trx, {
       id: newId(),
       merchant_id: merchantId,
@@ -111,7 +111,7 @@ export class MerchantsService {
 
   async #require(db: Db, merchantId: string): Promise<MerchantRow> {
     const row = await merchantsRepository.find(db, merchantId);
-    if (!row) throw new AppError('VALIDATION_FAILED', `No merchant ${merchantId}`);
+    if (!row) throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
     return row;
   }
 

@@ -18,6 +18,8 @@ export const DeliveryTypeSchema = StringEnum([...DELIVERY_TYPES], {
 const Minor = (description: string) => Type.Integer({ minimum: 0, maximum: 100_000_000, description });
 /** An exact decimal, e.g. "1.25"; never a float. */
 const Decimal = (description: string) => Type.String({ pattern: '^(0|[1-9]\\d{0,5})(\\.\\d{1,4})?$', description });
+/** A multiplier up to 100 (e.g. "1.25"): with fees up to 10^8 minor units and 20 000 km, amounts stay exact below 2^53. */
+const Factor = (description: string) => Type.String({ pattern: '^(0|[1-9]\\d?)(\\.\\d{1,4})?$|^100$', description });
 
 export const TariffProduct = Type.Object(
   {
@@ -42,7 +44,7 @@ export const TariffProduct = Type.Object(
 export const TariffDocument = Type.Object(
   {
     parcelSizeFactors: Type.Object(
-      Object.fromEntries(PARCEL_SIZES.map((s) => [s, Decimal(`Courier fee multiplier for ${s}`)])) as Record<ParcelSize, ReturnType<typeof Decimal>>,
+      Object.fromEntries(PARCEL_SIZES.map((s) => [s, Factor(`Courier fee multiplier for ${s}, at most 100`)])) as Record<ParcelSize, ReturnType<typeof Factor>>,
       { additionalProperties: false },
     ),
     products: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]{0,31}$' }), TariffProduct, {

@@ -1,14 +1,12 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, EXAMPLE_IDS, GeoPoint, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, GeoPoint, Phone, Uuid } from '../../http/schemas.ts';
 import { ParcelSizeSchema } from '../tariffs/schema.ts';
-
-const PHONE = '^\\+?[0-9][0-9 ()\\-]{3,30}$';
 
 export const RecipientInfo = Type.Object(
   {
     firstName: Type.String({ minLength: 1, maxLength: 100 }),
     lastName: Type.String({ minLength: 1, maxLength: 100 }),
-    phone: Type.String({ pattern: PHONE, maxLength: 32 }),
+    phone: Phone(),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, EXAMPLE_IDS, GeoPoint, StringEnum, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, GeoPoint, Phone, StringEnum, Uuid } from '../../http/schemas.ts';
 
 const text = (max: number, description?: string) => Type.String({ minLength: 1, maxLength: max, ...(description ? { description } : {}) });
 const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
@@ -23,15 +23,13 @@ export const LocationMetadata = Type.Object(
   { additionalProperties: false },
 );
 
-const PHONE = '^\\+?[0-9][0-9 ()\\-]{3,30}$';
-
 export const WarehouseInput = Type.Object(
   {
     name: text(200, 'Display name'),
     nameInt: Type.Optional(text(200, 'Second (international/slug-style) name')),
     status: Type.Optional(StringEnum(['ACTIVE', 'DISABLED'], { description: 'Defaults to ACTIVE' })),
     address: text(500, 'Free-text address'),
-    contactPhone: Type.Optional(Type.String({ pattern: PHONE, maxLength: 32, description: 'Digits with optional +, spaces, dashes, parentheses' })),
+    contactPhone: Type.Optional(Phone()),
     contactEmail: Type.Optional(Type.String({ format: 'email', maxLength: 254 })),
     locationMetadata: LocationMetadata,
   },
