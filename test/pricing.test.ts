@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { divRoundHalfUp, formatMinor, parseDecimal, parseMajorAmount } from '../src/lib/money.ts';
 import defaultTariff from '../src/modules/tariffs/default-tariff.json' with { type: 'json' };
 import { distanceMetres, type PricingInput, priceAll, priceProduct } from '../src/modules/tariffs/pricing.ts';
-import type { TariffDocument, TariffProduct } from '../src/modules/tariffs/schema.ts';
+import type { TariffDocument, TariffProduct } from '../src/modules/tariffs/schemas.ts';
 import { validateTariff } from '../src/modules/tariffs/service.ts';
 
 const tariff = defaultTariff as TariffDocument;

@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { DateTime, EXAMPLE_IDS, Uuid } from '../../http/schemas.ts';
-import { DeliveryTypeSchema, ParcelSizeSchema } from '../tariffs/schema.ts';
+import { DeliveryTypeSchema, ParcelSizeSchema } from '../tariffs/schemas.ts';
 
 export const DestinationLocation = Type.Object(
   {

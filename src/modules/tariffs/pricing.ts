@@ -1,5 +1,5 @@
 import { DECIMAL_SCALE, divRoundHalfUp, formatDecimal2, formatMinor, parseDecimal } from '../../lib/money.ts';
-import type { DeliveryType, ParcelSize, TariffDocument, TariffProduct } from './schema.ts';
+import type { DeliveryType, ParcelSize, TariffDocument, TariffProduct } from './schemas.ts';
 
 /**
  * The pricing engine: pure, exact, no floating point on money. The only float is the great-circle

@@ -5,7 +5,7 @@ import { AppError } from '../../http/errors.ts';
 import { compileStrict } from '../../http/validation.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { parseDecimal } from '../../lib/money.ts';
-import { TariffDocument } from './schema.ts';
+import { TariffDocument } from './schemas.ts';
 
 const DEFAULT_TARIFF = JSON.parse(readFileSync(new URL('./default-tariff.json', import.meta.url), 'utf8')) as TariffDocument;
 const check = compileStrict<TariffDocument>(TariffDocument);

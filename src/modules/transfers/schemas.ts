@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { DateTime, EXAMPLE_IDS, GeoPoint, Phone, Uuid } from '../../http/schemas.ts';
-import { ParcelSizeSchema } from '../tariffs/schema.ts';
+import { ParcelSizeSchema } from '../tariffs/schemas.ts';
 
 export const RecipientInfo = Type.Object(
   {
