@@ -142,9 +142,12 @@ describeEachStore(
         assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
         assert.deepEqual(res.json(), { type: 'WAREHOUSE_NOT_FOUND', title: 'Warehouse not found', status: 404, detail: `No warehouse ${id}`, requestId: 'nf' });
       }
-      const bad = await t.as(m, { method: 'GET', url: '/warehouses/not-a-uuid' });
-      assert.equal(bad.statusCode, 400);
-      assert.deepEqual(bad.json().errors, [{ path: '/id', message: 'must match format "uuid"' }]);
+      // Ids are canonical lower-case UUIDs, as the service writes them.
+      for (const notCanonical of ['not-a-uuid', id.toUpperCase(), `urn:uuid:${id}`]) {
+        const bad = await t.as(m, { method: 'GET', url: `/warehouses/${notCanonical}` });
+        assert.equal(bad.statusCode, 400, notCanonical);
+        assert.deepEqual(bad.json().errors, [{ path: '/id', message: 'must match format "uuid"' }]);
+      }
     });
 
     test('bad input: 400 with every offending path, nothing written', async () => {

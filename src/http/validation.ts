@@ -17,7 +17,10 @@ function makeAjv(coerce: boolean): Ajv {
     strict: false,
   });
   // ajv-formats is CommonJS; its function is the module's `default`.
-  addFormats.default(ajv, { mode: 'full', formats: ['uuid', 'email', 'date-time'] });
+  addFormats.default(ajv, { mode: 'full', formats: ['email', 'date-time'] });
+  // Ids are accepted as the service writes them: canonical lower-case UUIDs. ajv-formats' uuid also
+  // takes upper case and a urn:uuid: prefix, which would then miss every row (a confusing 404).
+  ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   return ajv;
 }
 
