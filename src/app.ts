@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config, SigningKey } from './config.ts';
 import type { Database } from './db/database.ts';
-import { frameworkError, registerErrorHandling } from './http/error-handler.ts';
+import { clientError, frameworkError, registerErrorHandling } from './http/error-handler.ts';
+import { AppError } from './http/errors.ts';
 import './http/fastify-types.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { protect } from './http/protected.ts';
@@ -40,7 +41,15 @@ export const REDACT_PATHS = [
   '*.clientSecret',
   '*.access_token',
   '*.authorization',
+  'err.rawPacket',
 ];
+
+// A client that puts a secret in the query string (a mistake, but a likely one) must not get it logged.
+const SECRET_QUERY = /([?&](?:client_secret|access_token|token|code|password)=)[^&]*/gi;
+
+function serializeRequest(req: FastifyRequest) {
+  return { method: req.method, url: req.url.replace(SECRET_QUERY, '$1[REDACTED]'), host: req.host, remoteAddress: req.ip };
+}
 
 const trustHops =
   (hops: number) =>
@@ -56,6 +65,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logger: {
       level: config.logLevel,
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+      serializers: { req: serializeRequest },
       ...(deps.logStream ? { stream: deps.logStream } : {}),
     },
     bodyLimit: config.bodyLimitBytes,
@@ -65,6 +75,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // the connection) instead of getting Fastify's own 503, which is not a problem+json body.
     return503OnClosing: false,
     frameworkErrors: frameworkError,
+    clientErrorHandler: clientError,
     // Echo a sane incoming X-Request-Id (so a merchant can correlate), otherwise make one.
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -77,6 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('services', createServices({ config, database, clock: deps.clock ?? systemClock, signingKeys: deps.signingKeys }));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (request.method === 'POST' || request.method === 'PUT') refuseUnreadableBody(request);
   });
   registerErrorHandling(app);
   await registerOpenApi(app);
@@ -91,4 +103,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(transferRoutes);
   });
   return app;
+}
+
+/** Bodies are read as UTF-8 and uncompressed: say so (415) instead of misreading another charset or a gzip body. */
+function refuseUnreadableBody(request: FastifyRequest): void {
+  const charset = /;\s*charset="?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1];
+  if (charset && charset.toLowerCase() !== 'utf-8' && charset.toLowerCase() !== 'utf8') {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Send request bodies as UTF-8, not ${charset}`);
+  }
+  const encoding = request.headers['content-encoding'];
+  if (encoding && encoding.toLowerCase() !== 'identity') {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${encoding} is not supported; send the body uncompressed`);
+  }
 }

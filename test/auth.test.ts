@@ -168,6 +168,13 @@ describeEachStore('POST /auth/token', (ctx) => {
     assert.equal(wrongType.statusCode, 400);
     assert.equal(wrongType.json().detail, 'Parameter client_id must be a single string');
 
+    // Credentials nobody could have been issued: a wrong client, without asking the database (PostgreSQL would refuse the NUL: a 500).
+    for (const clientId of ['cli_\u0000x', 'cli\nx']) {
+      const odd = await post({ grant_type: 'client_credentials', client_id: clientId, client_secret: m.clientSecret });
+      assert.equal(odd.statusCode, 401, JSON.stringify(clientId));
+      assert.equal(odd.json().type, 'INVALID_CLIENT');
+    }
+
     const noCreds = await post({ grant_type: 'client_credentials' });
     assert.equal(noCreds.statusCode, 401);
     assert.equal(noCreds.json().type, 'INVALID_CLIENT');

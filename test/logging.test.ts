@@ -1,6 +1,21 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { test } from 'node:test';
 import { describeEachStore, warehouseBody } from './helpers/app.ts';
+
+/** Sends raw bytes (what fetch would refuse to send) and returns the whole answer. */
+function rawRequest(base: string, text: string): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.end(text));
+    let answer = '';
+    socket.on('data', (d) => {
+      answer += d.toString();
+    });
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
 
 describeEachStore(
   'logs never contain secrets',
@@ -36,6 +51,27 @@ describeEachStore(
       };
       await t.as(token, { method: 'GET', url: '/warehouses' });
       t.services.warehouses.list = original;
+
+      // Over real sockets: a secret in the query string (a client mistake), and headers too large for
+      // Node's parser (its raw bytes, Authorization included, must not be logged either).
+      const base = await t.listen();
+      await fetch(`${base}/auth/token?grant_type=client_credentials&client_id=${m.clientId}&client_secret=${m.clientSecret}`, { method: 'POST' });
+      await fetch(`${base}/warehouses?access_token=${token}`);
+      const overflow = await rawRequest(base, `GET /warehouses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nX-Pad: ${'a'.repeat(20_000)}\r\n\r\n`);
+      assert.match(overflow, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+      assert.match(overflow, /\r\nContent-Type: application\/problem\+json; charset=utf-8\r\n/);
+      assert.match(overflow, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/);
+      const problem = JSON.parse(overflow.slice(overflow.indexOf('\r\n\r\n') + 4));
+      assert.deepEqual(
+        { ...problem, requestId: '' },
+        {
+          type: 'HEADERS_TOO_LARGE',
+          title: 'Request headers too large',
+          status: 431,
+          detail: 'The request headers are larger than the limit',
+          requestId: '',
+        },
+      );
 
       const all = t.logs.join('\n');
       assert.ok(t.logs.length > 10, 'trace logging captured the requests');

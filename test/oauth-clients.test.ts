@@ -228,6 +228,11 @@ test('discovery without PUBLIC_BASE_URL: a Host header that is not a host is not
     const res = await t.request({ method: 'GET', url: '/.well-known/oauth-authorization-server', headers: { host: 'evil.example/path?x=1' } });
     assert.equal(res.statusCode, 200);
     assert.doesNotMatch(res.body, /evil/);
+    // Derived from Host, so no shared cache may keep it for another host.
+    const derived = await t.request({ method: 'GET', url: '/.well-known/oauth-authorization-server', headers: { host: 'api.example.net' } });
+    assert.equal(derived.json().issuer, 'http://api.example.net');
+    assert.equal(derived.headers['cache-control'], 'no-store');
+    assert.equal(derived.headers.vary, 'Host');
   } finally {
     await t.close();
   }

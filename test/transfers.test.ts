@@ -368,6 +368,11 @@ describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
       payload: transferBody(q.id, { productKey: 'teleport' }),
     });
     assert.equal(unknown.statusCode, 422);
+    // A key that names a property every object has is still not a product.
+    const inherited = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id, { productKey: 'constructor' }) });
+    assert.equal(inherited.statusCode, 422);
+    assert.equal(inherited.json().detail, 'The quote has no product "constructor"');
+    assert.equal((await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id, { productKey: '__proto__' }) })).statusCode, 400);
     assert.deepEqual(unknown.json(), {
       type: 'PRODUCT_NOT_AVAILABLE',
       title: 'Product not available',
@@ -426,7 +431,10 @@ describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
       [transferBody(q.id, { recipientInfo: { firstName: 'A', lastName: 'B' } }), [{ path: '/recipientInfo/phone', message: 'is required' }]],
       [transferBody(q.id, { matchmakingId: 'nope' }), [{ path: '/matchmakingId', message: 'must match format "uuid"' }]],
       [transferBody(q.id, { totalPrice: 0 }), [{ path: '/totalPrice', message: 'is not a known field' }]],
-      [transferBody(q.id, { productKey: '' }), [{ path: '/productKey', message: 'must NOT have fewer than 1 characters' }]],
+      [
+        transferBody(q.id, { productKey: '' }),
+        [{ path: '/productKey', message: 'must be a product key: a lower-case letter, then up to 31 lower-case letters, digits or underscores' }],
+      ],
     ];
     for (const [payload, errors] of cases) {
       const res = await t.as(m, { method: 'POST', url: '/transfer', payload });

@@ -46,9 +46,15 @@ export function openDatabase(opts: DatabaseOptions): Database {
 }
 
 // 64-bit integers (money, epoch ms) as JS numbers: every value we store is far below 2^53.
+function parseInt8(v: string): number {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n)) throw new RangeError(`a 64-bit value (${v}) is beyond what a JS number holds exactly`);
+  return n;
+}
+
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === 20 /* int8 */) return (v: string) => Number(v);
+    if (oid === 20 /* int8 */) return parseInt8;
     return pg.types.getTypeParser(oid, format);
   },
 };

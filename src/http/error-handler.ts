@@ -1,6 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/transaction.ts';
-import { AppError, type FieldError, toProblem } from './errors.ts';
+import { AppError, ERRORS, type ErrorCode, type FieldError, toProblem } from './errors.ts';
+import { MULTI_LINE, PHONE, PRODUCT_KEY, SINGLE_LINE } from './schemas.ts';
 
 /** The one place where errors become HTTP responses. Nothing internal (stack, SQL, secrets) reaches a body. */
 export function registerErrorHandling(app: FastifyInstance): void {
@@ -30,6 +34,29 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 }
 
 export const TOKEN_ENDPOINT = '/auth/token';
+
+/**
+ * Errors Node's HTTP parser raises before Fastify sees a request (headers too large, a malformed
+ * request line, a timeout): still the problem+json envelope with a request id. Nothing of the raw
+ * request is logged (it may carry an Authorization header).
+ */
+export function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable) return;
+  const code: ErrorCode =
+    err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'VALIDATION_FAILED';
+  const detail =
+    code === 'HEADERS_TOO_LARGE'
+      ? 'The request headers are larger than the limit'
+      : code === 'REQUEST_TIMEOUT'
+        ? 'The request did not arrive in time'
+        : 'The HTTP request is malformed';
+  const requestId = randomUUID();
+  const body = JSON.stringify(toProblem(new AppError(code, detail), requestId));
+  const status = ERRORS[code].status;
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
 
 /** Errors Fastify raises before routing (a malformed %-escape, an over-long path parameter): the same envelope as every other error. */
 export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -65,9 +92,16 @@ function toAppError(error: FastifyError): AppError {
           ? 'Query string'
           : error.validationContext === 'params'
             ? 'Path parameter'
-            : 'Request';
-    const errors = error.validation.map(toFieldError);
-    return new AppError('VALIDATION_FAILED', `${where} failed validation: ${errors.map((e) => `${e.path || '/'} ${e.message}`).join('; ')}`, { errors });
+            : error.validationContext === 'headers'
+              ? 'Request header'
+              : 'Request';
+    const prefix = error.validationContext === 'headers' ? '/headers' : '';
+    const errors = error.validation.slice(0, MAX_FIELD_ERRORS).map((e) => {
+      const f = toFieldError(e as AjvError);
+      return { ...f, path: prefix + f.path };
+    });
+    const more = error.validation.length > errors.length ? ` (and ${error.validation.length - errors.length} more)` : '';
+    return new AppError('VALIDATION_FAILED', `${where} failed validation: ${errors.map((e) => `${e.path || '/'} ${e.message}`).join('; ')}${more}`, { errors });
   }
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -80,11 +114,27 @@ function toAppError(error: FastifyError): AppError {
   if (error.statusCode === 400 && (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/i.test(error.message))) {
     return new AppError('VALIDATION_FAILED', 'The request body is not valid JSON', { errors: [{ path: '', message: 'malformed JSON' }] });
   }
+  // Text the database cannot store (e.g. NUL in PostgreSQL) that got past the schemas: the client's fault, not a 500.
+  if (error.code === '22021' || error.code === '22P05') {
+    return new AppError('VALIDATION_FAILED', 'The request contains characters that cannot be stored', {
+      errors: [{ path: '', message: 'invalid characters' }],
+    });
+  }
   if (isDatabaseUnavailable(error)) {
     return new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; retry shortly', { headers: { 'retry-after': '1' } });
   }
   return new AppError('INTERNAL_ERROR', 'An unexpected error occurred; report the requestId if it persists');
 }
+
+const PATTERN_MESSAGES: Record<string, string> = {
+  [SINGLE_LINE]: 'must not contain control characters',
+  [MULTI_LINE]: 'must not contain control characters other than tabs and line breaks',
+  [PHONE]: 'must be a phone number: digits with an optional leading +, spaces, dashes, parentheses',
+  [PRODUCT_KEY]: 'must be a product key: a lower-case letter, then up to 31 lower-case letters, digits or underscores',
+};
+
+/** A huge body of unknown fields must not produce a response ten times its size. */
+const MAX_FIELD_ERRORS = 20;
 
 interface AjvError {
   instancePath: string;
@@ -99,5 +149,7 @@ function toFieldError(e: AjvError): FieldError {
     return { path: `${e.instancePath}/${String(e.params.additionalProperty)}`, message: 'is not a known field' };
   }
   if (e.keyword === 'enum') return { path: e.instancePath, message: `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}` };
+  if (e.keyword === 'pattern' && PATTERN_MESSAGES[e.params.pattern as string])
+    return { path: e.instancePath, message: PATTERN_MESSAGES[e.params.pattern as string] };
   return { path: e.instancePath, message: e.message ?? 'is invalid' };
 }

@@ -47,8 +47,10 @@ export function discoveryRoutes(publicBaseUrl: string | undefined) {
           },
         },
       },
-      async (request) => {
+      async (request, reply) => {
         const issuer = publicBaseUrl ?? requestBaseUrl(request);
+        // Derived from the Host header unless PUBLIC_BASE_URL is set: never let a shared cache keep one host's answer for another.
+        if (!publicBaseUrl) reply.header('cache-control', 'no-store').header('vary', 'Host');
         return {
           issuer,
           token_endpoint: `${issuer}/auth/token`,

@@ -6,6 +6,8 @@ import type { Clock } from '../../lib/clock.ts';
  * address has been failing. In memory, per instance: with N instances an attacker gets at most N
  * times the limit (documented in README). The map is bounded.
  */
+const MAX_KEYS = 100_000;
+
 export class FailureLimiter {
   readonly #limit: number;
   readonly #windowMs: number;
@@ -30,7 +32,7 @@ export class FailureLimiter {
     const now = this.#clock.now();
     const w = this.#windows.get(key);
     if (!w || w.resetAt <= now) {
-      if (this.#windows.size >= 100_000) this.#sweep(now);
+      if (this.#windows.size >= MAX_KEYS) this.#sweep(now);
       this.#windows.set(key, { count: 1, resetAt: now + this.#windowMs });
     } else {
       w.count++;
@@ -39,7 +41,14 @@ export class FailureLimiter {
 
   #sweep(now: number): void {
     for (const [k, w] of this.#windows) if (w.resetAt <= now) this.#windows.delete(k);
-    // Still full (a flood of distinct keys): forget the oldest rather than grow without bound.
-    if (this.#windows.size >= 100_000) this.#windows.clear();
+    // Still full (a flood of distinct keys): forget the oldest tenth (a Map iterates in insertion
+    // order) rather than grow without bound, or reset everyone's counters at once.
+    if (this.#windows.size >= MAX_KEYS) {
+      let drop = MAX_KEYS / 10;
+      for (const k of this.#windows.keys()) {
+        if (drop-- <= 0) break;
+        this.#windows.delete(k);
+      }
+    }
   }
 }

@@ -2,7 +2,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../http/errors.ts';
-import { errorResponses, json } from '../../http/schemas.ts';
+import { errorResponses, json, SINGLE_LINE } from '../../http/schemas.ts';
 import { invalidClient } from './auth-service.ts';
 
 const TokenRequest = Type.Object(
@@ -42,6 +42,7 @@ export const TokenResponse = Type.Object(
 const FIELDS = ['grant_type', 'client_id', 'client_secret', 'scope'];
 // Real ids and secrets are under 64 characters; longer ones are garbage that should not reach the rate limiter's keys.
 const MAX_PARAM_LENGTH = 256;
+const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u');
 
 /**
  * POST /auth/token: OAuth 2.0 client credentials (RFC 6749 4.4). Takes the JSON body of the interface,
@@ -141,16 +142,26 @@ function readTokenRequest(request: FastifyRequest): { clientId: string; clientSe
   if (basic) {
     if (bodySecret !== undefined) throw invalidRequest('Use one client authentication method: HTTP Basic or client_secret in the body');
     if (bodyId !== undefined && bodyId !== basic.clientId) throw invalidRequest('client_id in the body differs from HTTP Basic');
-    if (basic.clientId.length > MAX_PARAM_LENGTH || basic.clientSecret.length > MAX_PARAM_LENGTH) throw invalidClient('Unknown client or wrong client secret');
-    return basic;
+    return plausible(basic);
   }
   if (!bodyId || !bodySecret) throw invalidClient('Send client_id and client_secret (in the body or with HTTP Basic)');
-  return { clientId: bodyId, clientSecret: bodySecret };
+  return plausible({ clientId: bodyId, clientSecret: bodySecret });
+}
+
+/**
+ * Credentials no client could have been issued (over-long, control characters) are a wrong client
+ * without asking the database (PostgreSQL would refuse a NUL outright: a 500, not a 401).
+ */
+function plausible(c: { clientId: string; clientSecret: string }): { clientId: string; clientSecret: string } {
+  const ok = (v: string) => v.length <= MAX_PARAM_LENGTH && SINGLE_LINE_RE.test(v);
+  if (!ok(c.clientId) || !ok(c.clientSecret)) throw invalidClient('Unknown client or wrong client secret');
+  return c;
 }
 
 /** RFC 6749 2.3.1: Basic with form-urlencoded client id and secret. */
 function parseBasic(header: string | undefined): { clientId: string; clientSecret: string } | undefined {
-  if (!header) return undefined;
+  // Only Basic is client authentication here; another scheme (a stray Bearer) is ignored.
+  if (!header || !/^Basic /i.test(header)) return undefined;
   const m = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header);
   if (!m) throw invalidClient('Malformed Authorization header');
   const decoded = Buffer.from(m[1], 'base64').toString('utf8');

@@ -16,7 +16,10 @@ export const merchantsRepository = {
     return db.selectFrom('merchants').selectAll().orderBy('id').execute();
   },
 
-  /** Adds to the balance (negative to charge). Returns the new balance, or undefined if it would go below zero. */
+  /**
+   * Adds to the balance (negative to charge). Returns the new balance, or undefined if it would go
+   * below zero or above 2^53 - 1 minor units (the largest amount a JS number holds exactly).
+   */
   async adjustBalance(db: Db, merchantId: string, delta: number, at: number): Promise<number | undefined> {
     // The WHERE makes the check and the write one atomic statement on both stores; the CHECK constraint backs it.
     const row = await db
@@ -24,6 +27,7 @@ export const merchantsRepository = {
       .set((eb) => ({ balance: eb('balance', '+', delta), updated_at: at }))
       .where('id', '=', merchantId)
       .where((eb) => eb('balance', '+', delta), '>=', 0)
+      .where((eb) => eb('balance', '+', delta), '<=', Number.MAX_SAFE_INTEGER)
       .returning('balance')
       .executeTakeFirst();
     return row?.balance;

@@ -95,7 +95,8 @@ export class MerchantsService {
   async #credit(trx: Db, merchantId: string, amountMinor: number, note: string | null): Promise<number> {
     const now = this.#clock.now();
     const balance = await merchantsRepository.adjustBalance(trx, merchantId, amountMinor, now);
-    if (balance === undefined) throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
+    // The merchant exists (the caller checked or just created it): only the upper bound can refuse a credit.
+    if (balance === undefined) throw new AppError('VALIDATION_FAILED', 'The balance would exceed the largest amount the service can hold exactly');
     await merchantsRepository.insertLedgerEntry(trx, {
       id: newId(),
       merchant_id: merchantId,

@@ -1,13 +1,13 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, EXAMPLE_IDS, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, Text, Uuid } from '../../http/schemas.ts';
 import { DeliveryTypeSchema, ParcelSizeSchema } from '../tariffs/schemas.ts';
 
 export const DestinationLocation = Type.Object(
   {
     lat: Type.Number({ minimum: -90, maximum: 90 }),
     lng: Type.Number({ minimum: -180, maximum: 180 }),
-    display_name: Type.String({ minLength: 1, maxLength: 500 }),
-    city: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    display_name: Text(500),
+    city: Type.Optional(Text(200)),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { StringEnum } from '../../http/schemas.ts';
+import { PRODUCT_KEY, StringEnum } from '../../http/schemas.ts';
 
 /** Parcel sizes and delivery types are closed sets: the tariff prices each, requests must name one. */
 export const PARCEL_SIZES = ['SMALL', 'MEDIUM', 'LARGE', 'EXTRA_LARGE'] as const;
@@ -47,7 +47,7 @@ export const TariffDocument = Type.Object(
       Object.fromEntries(PARCEL_SIZES.map((s) => [s, Factor(`Courier fee multiplier for ${s}, at most 100`)])) as Record<ParcelSize, ReturnType<typeof Factor>>,
       { additionalProperties: false },
     ),
-    products: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_]{0,31}$' }), TariffProduct, {
+    products: Type.Record(Type.String({ pattern: PRODUCT_KEY }), TariffProduct, {
       minProperties: 1,
       maxProperties: 20,
       additionalProperties: false, // a key that breaks the pattern is an error, not ignored

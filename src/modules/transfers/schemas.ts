@@ -1,11 +1,11 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, EXAMPLE_IDS, GeoPoint, Phone, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, GeoPoint, MULTI_LINE, Phone, PRODUCT_KEY, Text, Uuid } from '../../http/schemas.ts';
 import { ParcelSizeSchema } from '../tariffs/schemas.ts';
 
 export const RecipientInfo = Type.Object(
   {
-    firstName: Type.String({ minLength: 1, maxLength: 100 }),
-    lastName: Type.String({ minLength: 1, maxLength: 100 }),
+    firstName: Text(100),
+    lastName: Text(100),
     phone: Phone(),
   },
   { additionalProperties: false },
@@ -14,8 +14,8 @@ export const RecipientInfo = Type.Object(
 export const TransferRequest = Type.Object(
   {
     matchmakingId: Uuid('The quote id (id of the POST /options response)'),
-    productKey: Type.String({ minLength: 1, maxLength: 64, description: "A key of the quote's products; the product must be AVAILABLE" }),
-    description: Type.String({ maxLength: 1000, description: 'Free text describing the parcel' }),
+    productKey: Type.String({ pattern: PRODUCT_KEY, description: "A key of the quote's products; the product must be AVAILABLE" }),
+    description: Type.String({ maxLength: 1000, pattern: MULTI_LINE, description: 'Free text describing the parcel' }),
     recipientInfo: RecipientInfo,
   },
   {

@@ -67,7 +67,8 @@ export class TransfersService {
       // concurrency, on any instance. A refusal below throws and the rollback makes it pending again.
       const quote = await quotesRepository.consume(trx, merchantId, req.matchmakingId, now);
       if (!quote) throw await this.#whyNotConsumable(trx, merchantId, req.matchmakingId, now);
-      const product = (JSON.parse(quote.products) as Record<string, PricedProduct>)[req.productKey];
+      const products = JSON.parse(quote.products) as Record<string, PricedProduct>;
+      const product = Object.hasOwn(products, req.productKey) ? products[req.productKey] : undefined;
       if (!product) throw new AppError('PRODUCT_NOT_AVAILABLE', `The quote has no product "${req.productKey}"`);
       if (product.status !== 'AVAILABLE') {
         throw new AppError('PRODUCT_NOT_AVAILABLE', `Product "${req.productKey}" is not available for this quote (${product.unavailableReason})`);

@@ -1,7 +1,7 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, EXAMPLE_IDS, GeoPoint, Phone, StringEnum, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, GeoPoint, Phone, StringEnum, Text, Uuid } from '../../http/schemas.ts';
 
-const text = (max: number, description?: string) => Type.String({ minLength: 1, maxLength: max, ...(description ? { description } : {}) });
+const text = Text;
 const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
 
 export const WarehouseStatus = StringEnum(['ACTIVE', 'DISABLED'], { description: 'DISABLED warehouses cannot be quoted from' });
