@@ -86,8 +86,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Bodies are JSON only (415 otherwise); the token endpoint adds form bodies in its own scope.
   app.removeContentTypeParser('text/plain');
   app.decorate('services', createServices({ config, database, clock: deps.clock ?? systemClock, signingKeys: deps.signingKeys }));
+  let warnedForwardedFor = false;
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (!warnedForwardedFor && config.trustProxy === false && request.headers['x-forwarded-for'] !== undefined) {
+      // Behind a proxy, every client would share the proxy's address in the token rate limit.
+      warnedForwardedFor = true;
+      request.log.warn('X-Forwarded-For received while TRUST_PROXY=false: client addresses are the proxy\'s; set TRUST_PROXY');
+    }
     if (request.method === 'POST' || request.method === 'PUT') refuseUnreadableBody(request);
   });
   registerErrorHandling(app);

@@ -131,6 +131,14 @@ describeEachStore('HTTP plumbing', (ctx) => {
     assert.equal(long.json().detail, 'A path parameter is too long');
   });
 
+  test('X-Forwarded-For without TRUST_PROXY is warned about once', async () => {
+    const t = ctx();
+    const before = t.logs.length;
+    for (let i = 0; i < 3; i++) await t.request({ method: 'GET', url: '/healthz', headers: { 'x-forwarded-for': '203.0.113.9' } });
+    const warnings = t.logs.slice(before).filter((l) => l.includes('X-Forwarded-For received while TRUST_PROXY=false'));
+    assert.equal(warnings.length, 1);
+  });
+
   test('unknown route: 404 ROUTE_NOT_FOUND as problem+json', async () => {
     const t = ctx();
     const res = await t.request({ method: 'GET', url: '/nope?x=1', headers: { 'x-request-id': 'nr' } });
