@@ -92,7 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (!warnedForwardedFor && config.trustProxy === false && request.headers['x-forwarded-for'] !== undefined) {
       // Behind a proxy, every client would share the proxy's address in the token rate limit.
       warnedForwardedFor = true;
-      request.log.warn('X-Forwarded-For received while TRUST_PROXY=false: client addresses are the proxy\'s; set TRUST_PROXY');
+      request.log.warn("X-Forwarded-For received while TRUST_PROXY=false: client addresses are the proxy's; set TRUST_PROXY");
     }
     if (request.method === 'POST' || request.method === 'PUT') refuseUnreadableBody(request);
   });

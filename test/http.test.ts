@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
-import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { openDatabase } from '../src/db/database.ts';
 import { describeEachStore, TEST_SIGNING_KEYS as TOKEN_SIGNING_KEYS, warehouseBody } from './helpers/app.ts';
-import { createStore, STORES } from './helpers/stores.ts';
+import { createStore, migrateForTest, STORES } from './helpers/stores.ts';
 
 describeEachStore('HTTP plumbing', (ctx) => {
   test('X-Request-Id: a sane incoming id is echoed, an unsafe one replaced, a missing one generated', async () => {
@@ -229,7 +229,7 @@ for (const storeName of STORES) {
         requestId: 'ready',
       });
       assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200, 'liveness does not depend on the database');
-      await migrateToLatest(database);
+      await migrateForTest(database);
       assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
     } finally {
       await app.close();

@@ -174,3 +174,39 @@ describeEachStore('Idempotency-Key', (ctx) => {
     assert.equal(long.json().type, 'VALIDATION_FAILED');
   });
 });
+
+describeEachStore('Idempotency-Key across a crash', (ctx) => {
+  test('the outcome commits with the work: if the answer is never recorded afterwards, a retry still replays it', async () => {
+    const t = ctx();
+    const { m, q } = await setup(t);
+    // Simulate a process that dies right after the business transaction: the after-the-fact
+    // recording (in onSend) never happens.
+    const complete = t.services.idempotency.complete.bind(t.services.idempotency);
+    t.services.idempotency.complete = async (merchantId, key, response, db) => {
+      if (db === undefined) throw new Error('process died before recording the answer');
+      return complete(merchantId, key, response, db);
+    };
+    try {
+      const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
+      const first = await transfer(t, m, body, 'crash-1');
+      assert.equal(first.statusCode, 201);
+      const w = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'crash-2' }, payload: warehouseBody({ name: 'Once' }) });
+      assert.equal(w.statusCode, 201);
+
+      const replay = await transfer(t, m, body, 'crash-1');
+      assert.equal(replay.statusCode, 201);
+      assert.equal(replay.headers['idempotent-replayed'], 'true');
+      assert.equal(replay.headers.location, first.headers.location);
+      assert.deepEqual(replay.json(), first.json());
+      const again = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': 'crash-2' }, payload: warehouseBody({ name: 'Once' }) });
+      assert.equal(again.statusCode, 201);
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(again.json(), w.json());
+      const names = (await t.as(m, { method: 'GET', url: '/warehouses' })).json().map((x: { name: string }) => x.name);
+      assert.equal(names.filter((n: string) => n === 'Once').length, 1, 'the warehouse was created once');
+      assert.equal(await charges(t, m), 1);
+    } finally {
+      t.services.idempotency.complete = complete;
+    }
+  });
+});

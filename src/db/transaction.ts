@@ -13,10 +13,18 @@ export const retryChannel = channel('mds:transaction-retry');
  * (SQLite, another process holding the write lock past busy_timeout) are retried a bounded number of
  * times with jittered backoff, so they never reach a client as a 500.
  */
-export async function inTransaction<T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  db: Kysely<DB>,
+  fn: (trx: Transaction<DB>) => Promise<T>,
+  beforeCommit?: (trx: Transaction<DB>, result: T) => Promise<void>,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction().execute(fn);
+      return await db.transaction().execute(async (trx) => {
+        const result = await fn(trx);
+        await beforeCommit?.(trx, result); // e.g. the Idempotency-Key outcome: it commits with the work or not at all
+        return result;
+      });
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS || !isRetryable(err)) throw err;
       // Full jitter: 0..(10ms * 2^attempt), so colliding transactions spread out.

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sha256, stableStringify } from '../lib/stable-json.ts';
+import type { RecordOutcome } from '../modules/idempotency/service.ts';
 import { AppError } from './errors.ts';
 
 const KEY = /^[\x21-\x7e]{1,255}$/; // printable ASCII, no spaces
@@ -59,4 +60,26 @@ export function protect(app: FastifyInstance): void {
     }
     return payload;
   });
+}
+
+/**
+ * For a POST that owns an Idempotency-Key: records `status` and the result as the response to replay,
+ * inside the service's transaction. The onSend hook stores the answer as sent afterwards too (the same
+ * data); this copy is what a retry finds if the process dies before that.
+ */
+export function recordOutcome<T>(
+  request: FastifyRequest,
+  status: number,
+  headers: (result: T) => Record<string, string> = () => ({}),
+): RecordOutcome<T> | undefined {
+  const key = request.idempotencyKey;
+  if (key === undefined) return undefined;
+  const { merchantId } = request.principal;
+  return (trx, result) =>
+    request.server.services.idempotency.complete(
+      merchantId,
+      key,
+      { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers(result) }, body: JSON.stringify(result) },
+      trx,
+    );
 }

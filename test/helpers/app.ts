@@ -2,12 +2,12 @@ import { after, before, describe } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, parseSigningKeys } from '../../src/config.ts';
-import { type Database, migrateToLatest, openDatabase } from '../../src/db/database.ts';
+import { type Database, openDatabase } from '../../src/db/database.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { parseMajorAmount } from '../../src/lib/money.ts';
 import type { Services } from '../../src/services.ts';
 import { checkContract, checkFetchResponse } from './contract.ts';
-import { createStore, STORES, type StoreName, type TestStore } from './stores.ts';
+import { createStore, migrateForTest, STORES, type StoreName, type TestStore } from './stores.ts';
 
 /** A fixed signing key for tests (never used outside them). */
 export const TEST_SIGNING_KEYS = 'test:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
@@ -55,7 +55,7 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
     ...env,
   });
   const database = openDatabase({ url: store.url, schema: store.schema, poolSize: 10 });
-  await migrateToLatest(database);
+  await migrateForTest(database);
   const clock = new ManualClock(Date.now());
   const logs: string[] = [];
   const app = await buildApp({

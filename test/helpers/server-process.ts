@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import { MDS_BIN, type ServerChild, startServer } from '../../scripts/lib/server-process.ts';
 import { loadConfig } from '../../src/config.ts';
-import { type Database, migrateToLatest, openDatabase } from '../../src/db/database.ts';
+import { type Database, openDatabase } from '../../src/db/database.ts';
 import { systemClock } from '../../src/lib/clock.ts';
 import { parseMajorAmount } from '../../src/lib/money.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { TEST_SIGNING_KEYS, warehouseBody } from './app.ts';
 import { checkFetchResponse } from './contract.ts';
+import { migrateForTest } from './stores.ts';
 
 /**
  * The real service as a child process (`node bin/mds.js serve`), for tests that need what app.inject
@@ -211,7 +212,7 @@ export interface StoreAccess {
 export async function openStore(env: Record<string, string>, poolSize = 4): Promise<StoreAccess> {
   const config = loadConfig({ NODE_ENV: 'test', TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS, ...env });
   const database = openDatabase({ url: config.databaseUrl, schema: config.databaseSchema, poolSize, isolation: config.databaseIsolation });
-  await migrateToLatest(database);
+  await migrateForTest(database);
   const services = createServices({ config, database, clock: systemClock, signingKeys: config.tokenSigningKeys });
   return { database, services, close: () => database.close() };
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { type Database, migrateToLatest } from '../../src/db/database.ts';
 
 /**
  * The store matrix: every suite that uses describeEachStore runs on embedded SQLite and, when
@@ -38,7 +39,7 @@ export async function createStore(name: StoreName): Promise<TestStore> {
     schema,
     env: { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: schema },
     cleanup: async () => {
-      await adminQuery(`drop schema if exists ${schema} cascade`);
+      await withSchemaLock(() => adminQuery(`drop schema if exists ${schema} cascade`));
     },
   };
 }
@@ -52,4 +53,28 @@ export async function adminQuery(text: string, values: unknown[] = []): Promise<
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Kysely's migrator introspects every schema of the database (has_schema_privilege on each), which
+ * fails with "schema ... does not exist" if a parallel test file drops its schema at that moment.
+ * Dropping schemas and migrating therefore take turns, on a PostgreSQL advisory lock.
+ */
+const SCHEMA_LOCK = 72_010;
+
+export async function withSchemaLock<T>(fn: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query('select pg_advisory_lock($1)', [SCHEMA_LOCK]);
+    return await fn();
+  } finally {
+    await client.end(); // ending the session releases the lock
+  }
+}
+
+/** migrateToLatest for tests: on PostgreSQL, under the schema lock. */
+export async function migrateForTest(database: Database): Promise<void> {
+  if (database.dialect === 'postgres') await withSchemaLock(() => migrateToLatest(database));
+  else await migrateToLatest(database);
 }

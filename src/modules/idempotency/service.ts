@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/types.ts';
+import type { DB, Db } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { idempotencyRepository } from './repository.ts';
@@ -9,6 +9,13 @@ export interface StoredResponse {
   headers: Record<string, string>;
   body: string;
 }
+
+/**
+ * Writes a successful outcome inside the business transaction that produced it, so a crash between
+ * the commit and the answer cannot leave the key without a response to replay (and a retry would
+ * then run the work twice).
+ */
+export type RecordOutcome<T> = (trx: Db, result: T) => Promise<void>;
 
 export type BeginResult = { kind: 'proceed' } | { kind: 'replay'; response: StoredResponse };
 
@@ -70,8 +77,9 @@ export class IdempotencyService {
     };
   }
 
-  async complete(merchantId: string, key: string, response: StoredResponse): Promise<void> {
-    await idempotencyRepository.complete(this.#db, merchantId, key, response.status, JSON.stringify(response.headers), response.body, this.#clock.now());
+  /** Stores the response to replay. Given a transaction, it commits together with the work it describes. */
+  async complete(merchantId: string, key: string, response: StoredResponse, db: Db = this.#db): Promise<void> {
+    await idempotencyRepository.complete(db, merchantId, key, response.status, JSON.stringify(response.headers), response.body, this.#clock.now());
   }
 
   /** The request failed in a way worth retrying (5xx): forget the key so a retry runs again. */

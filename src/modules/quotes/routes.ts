@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
+import { recordOutcome } from '../../http/protected.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json } from '../../http/schemas.ts';
 import { QUOTE_EXAMPLE, Quote, QuoteRequest } from './schemas.ts';
 
@@ -23,6 +24,6 @@ export async function quoteRoutes(fastify: FastifyInstance): Promise<void> {
         },
       },
     },
-    async (request, reply) => reply.code(201).send(await app.services.quotes.create(request.principal.merchantId, request.body)),
+    async (request, reply) => reply.code(201).send(await app.services.quotes.create(request.principal.merchantId, request.body, recordOutcome(request, 201))),
   );
 }

@@ -1,8 +1,10 @@
 import type { Kysely } from 'kysely';
+import { inTransaction } from '../../db/transaction.ts';
 import type { DB } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
+import type { RecordOutcome } from '../idempotency/service.ts';
 import { type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
 import type { WarehousesService } from '../warehouses/service.ts';
@@ -39,7 +41,7 @@ export class QuotesService {
   }
 
   /** Prices every product from the merchant's ACTIVE warehouse to the destination and stores a pending quote with those prices frozen. */
-  async create(merchantId: string, req: QuoteRequest): Promise<Quote> {
+  async create(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>): Promise<Quote> {
     const warehouse = await this.#warehouses.require(merchantId, req.warehouseId);
     if (warehouse.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${warehouse.id} is DISABLED and cannot be quoted from`);
     const request: StoredRequest = { ...req, isFragile: req.isFragile ?? false, isPerishable: req.isPerishable ?? false };
@@ -82,8 +84,7 @@ export class QuotesService {
       created_at: now,
       consumed_at: null,
     };
-    await quotesRepository.insert(this.#db, row);
-    return {
+    const quote: Quote = {
       id: row.id,
       transfer_id: row.transfer_id,
       event_id: row.event_id,
@@ -92,6 +93,18 @@ export class QuotesService {
       distanceMeters: metres,
       expiresAt: iso(row.expires_at),
     };
+    if (!record) {
+      await quotesRepository.insert(this.#db, row);
+      return quote;
+    }
+    return inTransaction(
+      this.#db,
+      async (trx) => {
+        await quotesRepository.insert(trx, row);
+        return quote;
+      },
+      record,
+    );
   }
 }
 

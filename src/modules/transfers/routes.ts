@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
+import { recordOutcome } from '../../http/protected.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json } from '../../http/schemas.ts';
 import { TRANSFER_EXAMPLE, Transfer, TransferParams, TransferRequest } from './schemas.ts';
 
@@ -39,8 +40,9 @@ export async function transferRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const transfer = await app.services.transfers.create(request.principal.merchantId, request.body);
-      return reply.code(201).header('location', `/transfer/${transfer.id}`).send(transfer);
+      const headers = (t: { id: string }) => ({ location: `/transfer/${t.id}` });
+      const transfer = await app.services.transfers.create(request.principal.merchantId, request.body, recordOutcome(request, 201, headers));
+      return reply.code(201).headers(headers(transfer)).send(transfer);
     },
   );
 

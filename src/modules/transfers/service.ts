@@ -5,6 +5,7 @@ import { AppError } from '../../http/errors.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
 import { minorToNumber } from '../../lib/money.ts';
+import type { RecordOutcome } from '../idempotency/service.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
@@ -48,10 +49,10 @@ export class TransfersService {
    * One transaction: consume the pending quote, debit the balance with a ledger entry, create the
    * transfer. Any refusal throws, which rolls back everything, so a refused request changes nothing.
    */
-  async create(merchantId: string, req: TransferRequest): Promise<Transfer> {
+  async create(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>): Promise<Transfer> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return toTransfer(await this.#create(merchantId, req));
+        return toTransfer(await this.#create(merchantId, req, record));
       } catch (err) {
         // 40 random bits keep codes short, so two can collide (likely somewhere in a few million
         // transfers): draw a new one. The transaction rolled back, so nothing is half-done.
@@ -60,47 +61,51 @@ export class TransfersService {
     }
   }
 
-  async #create(merchantId: string, req: TransferRequest): Promise<TransferRow> {
-    return inTransaction(this.#db, async (trx) => {
-      const now = this.#clock.now();
-      // Consume first, in one conditional statement: that is what makes "at most once" hold under
-      // concurrency, on any instance. A refusal below throws and the rollback makes it pending again.
-      const quote = await quotesRepository.consume(trx, merchantId, req.matchmakingId, now);
-      if (!quote) throw await this.#whyNotConsumable(trx, merchantId, req.matchmakingId, now);
-      const products = JSON.parse(quote.products) as Record<string, PricedProduct>;
-      const product = Object.hasOwn(products, req.productKey) ? products[req.productKey] : undefined;
-      if (!product) throw new AppError('PRODUCT_NOT_AVAILABLE', `The quote has no product "${req.productKey}"`);
-      if (product.status !== 'AVAILABLE') {
-        throw new AppError('PRODUCT_NOT_AVAILABLE', `Product "${req.productKey}" is not available for this quote (${product.unavailableReason})`);
-      }
-      const warehouse = await warehousesRepository.find(trx, merchantId, quote.warehouse_id);
-      if (warehouse?.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
-      const merchant = await merchantsRepository.find(trx, merchantId);
+  async #create(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>): Promise<TransferRow> {
+    return inTransaction(
+      this.#db,
+      async (trx) => {
+        const now = this.#clock.now();
+        // Consume first, in one conditional statement: that is what makes "at most once" hold under
+        // concurrency, on any instance. A refusal below throws and the rollback makes it pending again.
+        const quote = await quotesRepository.consume(trx, merchantId, req.matchmakingId, now);
+        if (!quote) throw await this.#whyNotConsumable(trx, merchantId, req.matchmakingId, now);
+        const products = JSON.parse(quote.products) as Record<string, PricedProduct>;
+        const product = Object.hasOwn(products, req.productKey) ? products[req.productKey] : undefined;
+        if (!product) throw new AppError('PRODUCT_NOT_AVAILABLE', `The quote has no product "${req.productKey}"`);
+        if (product.status !== 'AVAILABLE') {
+          throw new AppError('PRODUCT_NOT_AVAILABLE', `Product "${req.productKey}" is not available for this quote (${product.unavailableReason})`);
+        }
+        const warehouse = await warehousesRepository.find(trx, merchantId, quote.warehouse_id);
+        if (warehouse?.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
+        const merchant = await merchantsRepository.find(trx, merchantId);
 
-      const transfer = this.#newTransfer(merchantId, merchant?.name ?? '', quote, req, product, now);
-      await transfersRepository.insert(trx, transfer);
+        const transfer = this.#newTransfer(merchantId, merchant?.name ?? '', quote, req, product, now);
+        await transfersRepository.insert(trx, transfer);
 
-      // The balance row is the one row all of a merchant's transfers share: lock it last, so it is held
-      // for the debit, its ledger entry and the commit only.
-      const price = product.payableMinor;
-      const balance = await merchantsRepository.adjustBalance(trx, merchantId, -price, now);
-      if (balance === undefined) {
-        throw new AppError('INSUFFICIENT_BALANCE', `The balance does not cover ${product.common.price.payable_amount} ${quote.currency}; top up and retry`);
-      }
-      if (price > 0) {
-        await merchantsRepository.insertLedgerEntry(trx, {
-          id: newId(),
-          merchant_id: merchantId,
-          kind: 'CHARGE',
-          amount: -price,
-          balance_after: balance,
-          transfer_id: transfer.id,
-          note: null,
-          created_at: now,
-        });
-      }
-      return transfer;
-    });
+        // The balance row is the one row all of a merchant's transfers share: lock it last, so it is held
+        // for the debit, its ledger entry and the commit only.
+        const price = product.payableMinor;
+        const balance = await merchantsRepository.adjustBalance(trx, merchantId, -price, now);
+        if (balance === undefined) {
+          throw new AppError('INSUFFICIENT_BALANCE', `The balance does not cover ${product.common.price.payable_amount} ${quote.currency}; top up and retry`);
+        }
+        if (price > 0) {
+          await merchantsRepository.insertLedgerEntry(trx, {
+            id: newId(),
+            merchant_id: merchantId,
+            kind: 'CHARGE',
+            amount: -price,
+            balance_after: balance,
+            transfer_id: transfer.id,
+            note: null,
+            created_at: now,
+          });
+        }
+        return transfer;
+      },
+      record && ((trx, row) => record(trx, toTransfer(row))),
+    );
   }
 
   /** The refusal for a quote that could not be consumed: missing (or another merchant's), already used, or expired. */

@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { recordOutcome } from '../../http/protected.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json } from '../../http/schemas.ts';
 import { WAREHOUSE_EXAMPLE, Warehouse, WarehouseInput, WarehouseListQuery, WarehouseParams } from './schemas.ts';
 
@@ -74,8 +75,9 @@ export async function warehouseRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const warehouse = await app.services.warehouses.create(request.principal.merchantId, request.body);
-      return reply.code(201).header('location', `/warehouses/${warehouse.id}`).send(warehouse);
+      const headers = (w: { id: string }) => ({ location: `/warehouses/${w.id}` });
+      const warehouse = await app.services.warehouses.create(request.principal.merchantId, request.body, recordOutcome(request, 201, headers));
+      return reply.code(201).headers(headers(warehouse)).send(warehouse);
     },
   );
 

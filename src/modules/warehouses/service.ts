@@ -4,6 +4,7 @@ import type { DB } from '../../db/types.ts';
 import { AppError } from '../../http/errors.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
+import type { RecordOutcome } from '../idempotency/service.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { type WarehouseRow, warehousesRepository } from './repository.ts';
 import type { Warehouse, WarehouseInput, WarehouseListQuery } from './schemas.ts';
@@ -49,18 +50,22 @@ export class WarehousesService {
     return row;
   }
 
-  async create(merchantId: string, input: WarehouseInput): Promise<Warehouse> {
-    return inTransaction(this.#db, async (trx) => {
-      // Serialize a merchant's concurrent creations (PostgreSQL, read committed), or two could both pass the count.
-      await merchantsRepository.lock(trx, merchantId);
-      if ((await warehousesRepository.count(trx, merchantId)) >= this.#maxPerMerchant) {
-        throw new AppError('WAREHOUSE_LIMIT_REACHED', `A merchant can have at most ${this.#maxPerMerchant} warehouses`);
-      }
-      const now = this.#clock.now();
-      const row: WarehouseRow = { id: newId(), merchant_id: merchantId, created_at: now, ...editable(input, now) };
-      await warehousesRepository.insert(trx, row);
-      return toWarehouse(row);
-    });
+  async create(merchantId: string, input: WarehouseInput, record?: RecordOutcome<Warehouse>): Promise<Warehouse> {
+    return inTransaction(
+      this.#db,
+      async (trx) => {
+        // Serialize a merchant's concurrent creations (PostgreSQL, read committed), or two could both pass the count.
+        await merchantsRepository.lock(trx, merchantId);
+        if ((await warehousesRepository.count(trx, merchantId)) >= this.#maxPerMerchant) {
+          throw new AppError('WAREHOUSE_LIMIT_REACHED', `A merchant can have at most ${this.#maxPerMerchant} warehouses`);
+        }
+        const now = this.#clock.now();
+        const row: WarehouseRow = { id: newId(), merchant_id: merchantId, created_at: now, ...editable(input, now) };
+        await warehousesRepository.insert(trx, row);
+        return toWarehouse(row);
+      },
+      record,
+    );
   }
 
   /** Replaces every editable detail: omitted optional fields are cleared, status defaults to ACTIVE. */
