@@ -23,6 +23,17 @@ export const LocationMetadata = Type.Object(
   { additionalProperties: false },
 );
 
+/** The request example of the OpenAPI document; the response example extends it. */
+const WAREHOUSE_INPUT_EXAMPLE = {
+  name: 'Main warehouse',
+  nameInt: 'main-warehouse',
+  status: 'ACTIVE' as const,
+  address: 'Tverskaya St 1, Moscow',
+  contactPhone: '+7 495 000-00-00',
+  contactEmail: 'warehouse@example.com',
+  locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
+};
+
 export const WarehouseInput = Type.Object(
   {
     name: text(200, 'Display name'),
@@ -35,17 +46,7 @@ export const WarehouseInput = Type.Object(
   },
   {
     additionalProperties: false,
-    examples: [
-      {
-        name: 'Main warehouse',
-        nameInt: 'main-warehouse',
-        status: 'ACTIVE',
-        address: 'Tverskaya St 1, Moscow',
-        contactPhone: '+7 495 000-00-00',
-        contactEmail: 'warehouse@example.com',
-        locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
-      },
-    ],
+    examples: [WAREHOUSE_INPUT_EXAMPLE],
   },
 );
 export type WarehouseInput = Static<typeof WarehouseInput>;
@@ -76,13 +77,7 @@ export const WAREHOUSE_EXAMPLE: Warehouse = {
   id: EXAMPLE_IDS.warehouse,
   merchantId: EXAMPLE_IDS.merchant,
   commersantId: EXAMPLE_IDS.merchant,
-  name: 'Main warehouse',
-  nameInt: 'main-warehouse',
-  status: 'ACTIVE',
-  address: 'Tverskaya St 1, Moscow',
-  contactPhone: '+7 495 000-00-00',
-  contactEmail: 'warehouse@example.com',
-  locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
+  ...WAREHOUSE_INPUT_EXAMPLE,
   location: { type: 'Point', coordinates: [37.6136, 55.7575] },
   type: 'POINT',
   createdAt: '2026-11-21T10:00:00.000Z',
