@@ -1,12 +1,11 @@
-import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config, SigningKey } from './config.ts';
 import type { Database } from './db/database.ts';
 import { clientError, frameworkError, registerErrorHandling } from './http/error-handler.ts';
-import { AppError } from './http/errors.ts';
 import './http/fastify-types.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { REDACT_PATHS, refuseUnreadableBody, requestId, serializeRequest, trustHops } from './http/plumbing.ts';
 import { protect } from './http/protected.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { Clock } from './lib/clock.ts';
@@ -28,36 +27,6 @@ export interface AppDeps {
   logStream?: DestinationStream;
 }
 
-/** Never in a log line: credentials, tokens, and the headers that carry them. */
-export const REDACT_PATHS = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'headers.authorization',
-  'authorization',
-  'client_secret',
-  'clientSecret',
-  'access_token',
-  '*.client_secret',
-  '*.clientSecret',
-  '*.access_token',
-  '*.authorization',
-  'err.rawPacket',
-];
-
-// A client that puts a secret in the query string (a mistake, but a likely one) must not get it logged.
-const SECRET_QUERY = /([?&](?:client_secret|access_token|token|code|password)=)[^&]*/gi;
-
-function serializeRequest(req: FastifyRequest) {
-  return { method: req.method, url: req.url.replace(SECRET_QUERY, '$1[REDACTED]'), host: req.host, remoteAddress: req.ip };
-}
-
-const trustHops =
-  (hops: number) =>
-  (_address: string, hop: number): boolean =>
-    hop < hops;
-
-const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 /** Builds the HTTP application (no listen): plugins, error handling, routes. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database } = deps;
@@ -76,11 +45,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: false,
     frameworkErrors: frameworkError,
     clientErrorHandler: clientError,
-    // Echo a sane incoming X-Request-Id (so a merchant can correlate), otherwise make one.
-    genReqId: (req) => {
-      const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    },
+    genReqId: requestId,
   });
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON only (415 otherwise); the token endpoint adds form bodies in its own scope.
@@ -109,16 +74,4 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(transferRoutes);
   });
   return app;
-}
-
-/** Bodies are read as UTF-8 and uncompressed: say so (415) instead of misreading another charset or a gzip body. */
-function refuseUnreadableBody(request: FastifyRequest): void {
-  const charset = /;\s*charset="?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1];
-  if (charset && charset.toLowerCase() !== 'utf-8' && charset.toLowerCase() !== 'utf8') {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Send request bodies as UTF-8, not ${charset}`);
-  }
-  const encoding = request.headers['content-encoding'];
-  if (encoding && encoding.toLowerCase() !== 'identity') {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${encoding} is not supported; send the body uncompressed`);
-  }
 }
