@@ -20,7 +20,7 @@ import {
   startServerProcess,
   tally,
 } from './helpers/server-process.ts';
-import { adminQuery, createStore, POSTGRES_URL, type TestStore } from './helpers/stores.ts';
+import { adminQuery, createStore, POSTGRES_URL, postgresOnly, type TestStore } from './helpers/stores.ts';
 
 /**
  * The database failing under a running server: its connections killed (pg_terminate_backend), and the
@@ -29,8 +29,7 @@ import { adminQuery, createStore, POSTGRES_URL, type TestStore } from './helpers
  * and recover by itself, and no transfer answered 201 may be lost.
  */
 
-const SKIP_PG = POSTGRES_URL ? false : 'PostgreSQL only: set TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run it';
-if (SKIP_PG) console.log(`# database fault tests SKIPPED: ${SKIP_PG}`);
+const SKIP_PG = postgresOnly('database fault tests');
 
 interface Outcome {
   what: 'options' | 'transfer';

@@ -6,8 +6,8 @@ import { describeEachStore, type Merchant, type TestApp, warehouseBody } from '.
 const DESTINATION = { lat: 0, lng: 0.1, display_name: 'Destination 5', city: 'Gulf' };
 const RECIPIENT = { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' };
 
-async function setup(t: TestApp) {
-  const m = await t.merchant('Shop', '5000');
+async function setup(t: TestApp, name = 'Shop', balance = '5000') {
+  const m = await t.merchant(name, balance);
   const w = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ locationMetadata: { display_name: 'W', lat: 0, lng: 0 } }) })).json();
   const q = (
     await t.as(m, {
@@ -137,17 +137,7 @@ describeEachStore('Idempotency-Key', (ctx) => {
 
   test('refusals are replayed too (Stripe semantics); keys expire after 24 hours', async () => {
     const t = ctx();
-    const m = await t.merchant('Poor', '0');
-    const w = (
-      await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ locationMetadata: { display_name: 'W', lat: 0, lng: 0 } }) })
-    ).json();
-    const q = (
-      await t.as(m, {
-        method: 'POST',
-        url: '/options',
-        payload: { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' },
-      })
-    ).json();
+    const { m, q } = await setup(t, 'Poor', '0');
     const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
     const refused = await transfer(t, m, body, 'key-5');
     assert.equal(refused.statusCode, 402);

@@ -24,10 +24,9 @@ import {
   startServerProcess,
   tally,
 } from './helpers/server-process.ts';
-import { adminQuery, createStore, POSTGRES_URL, type TestStore } from './helpers/stores.ts';
+import { adminQuery, createStore, postgresOnly, type TestStore } from './helpers/stores.ts';
 
-const SKIP_PG = POSTGRES_URL ? false : 'PostgreSQL only: set TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run it';
-if (SKIP_PG) console.log(`# multi-instance and real-PostgreSQL retry tests SKIPPED: ${SKIP_PG}`);
+const SKIP_PG = postgresOnly('multi-instance and real-PostgreSQL retry tests');
 
 const RETRY_CHANNEL = 'mds:transaction-retry';
 

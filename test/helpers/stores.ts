@@ -24,6 +24,14 @@ export interface TestStore {
 export const POSTGRES_URL = process.env.TEST_POSTGRES_URL || undefined;
 export const STORES: StoreName[] = POSTGRES_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 
+/** For suites that need PostgreSQL: the skip reason (printed once) when TEST_POSTGRES_URL is unset, else false. */
+export function postgresOnly(what: string): string | false {
+  if (POSTGRES_URL) return false;
+  const reason = 'PostgreSQL only: set TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run it';
+  console.log(`# ${what} SKIPPED: ${reason}`);
+  return reason;
+}
+
 export async function createStore(name: StoreName): Promise<TestStore> {
   if (name === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'mds-test-'));
