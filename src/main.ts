@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { withServices } from './cli/context.ts';
 import { ConfigError, loadConfig, redactUrl } from './config.ts';
 import { migrateToLatest, openDatabase } from './db/database.ts';
-import { AppError } from './http/errors.ts';
+import { AppError } from './lib/errors.ts';
 import { formatMinor, parseMajorAmount } from './lib/money.ts';
 import { generateSigningKey } from './modules/auth/signing-keys.ts';
 import { startServer } from './server.ts';

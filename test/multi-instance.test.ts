@@ -7,7 +7,7 @@ import { type Kysely, sql } from 'kysely';
 import { inTransaction, MAX_ATTEMPTS } from '../src/db/transaction.ts';
 import type { DB } from '../src/db/types.ts';
 import { registerErrorHandling } from '../src/http/error-handler.ts';
-import { AppError } from '../src/http/errors.ts';
+import { AppError } from '../src/lib/errors.ts';
 import { parseMajorAmount } from '../src/lib/money.ts';
 import {
   ApiClient,

@@ -6,9 +6,9 @@ import pg from 'pg';
 import type { DatabaseIsolation } from '../config.ts';
 import { allMigrations } from './migrations/index.ts';
 import { NodeSqliteDialect, openSqlite } from './sqlite-dialect.ts';
-import type { DB } from './types.ts';
+import type { DB, Dialect } from './types.ts';
 
-export type Dialect = 'sqlite' | 'postgres';
+export type { Dialect } from './types.ts';
 
 export interface Database {
   db: Kysely<DB>;

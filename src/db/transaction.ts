@@ -1,7 +1,14 @@
 import { channel } from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
-import type { DB } from './types.ts';
+import type { DB, Db } from './types.ts';
+
+/**
+ * Writes a successful outcome (the Idempotency-Key response) inside the business transaction that
+ * produced it, so a crash between the commit and the answer cannot leave the key without a response
+ * to replay (and a retry would then run the work twice).
+ */
+export type RecordOutcome<T> = (trx: Db, result: T) => Promise<void>;
 
 export const MAX_ATTEMPTS = 5;
 

@@ -1,5 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 
+export type Dialect = 'sqlite' | 'postgres';
+
 /** Row types. Times are epoch milliseconds (bigint in PostgreSQL, integer in SQLite); money is integer minor units. */
 export interface MerchantsTable {
   id: string;

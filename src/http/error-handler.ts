@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/transaction.ts';
-import { AppError, ERRORS, type ErrorCode, type FieldError, toProblem } from './errors.ts';
+import { AppError, ERRORS, type ErrorCode, type FieldError, toProblem } from '../lib/errors.ts';
 import { MULTI_LINE, PHONE, PRODUCT_KEY, SINGLE_LINE } from './schemas.ts';
 
 /** The one place where errors become HTTP responses. Nothing internal (stack, SQL, secrets) reaches a body. */

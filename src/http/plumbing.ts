@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest, RawRequestDefaultExpression } from 'fastify';
-import { AppError } from './errors.ts';
+import { AppError } from '../lib/errors.ts';
 
 /** Request-level plumbing that buildApp wires in: logging hygiene, request ids, proxies, body guards. */
 

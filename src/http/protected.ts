@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { RecordOutcome } from '../db/transaction.ts';
+import { AppError } from '../lib/errors.ts';
 import { sha256, stableStringify } from '../lib/stable-json.ts';
-import type { RecordOutcome } from '../modules/idempotency/service.ts';
-import { AppError } from './errors.ts';
 
 const KEY = /^[\x21-\x7e]{1,255}$/; // printable ASCII, no spaces
 

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from 'typebox';
-import { ERRORS, type ErrorCode } from './errors.ts';
+import { ERRORS, type ErrorCode } from '../lib/errors.ts';
 
 /** Shared schema pieces: ids, time stamps, the problem+json envelope and per-route error responses. */
 

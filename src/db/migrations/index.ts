@@ -1,5 +1,5 @@
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../types.ts';
 import { initial } from './001_initial.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */

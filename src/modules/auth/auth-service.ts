@@ -1,8 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/types.ts';
-import { AppError } from '../../http/errors.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
 import { credentialsRepository } from './credentials-repository.ts';
 import { hashSecret } from './credentials-service.ts';
 import type { FailureLimiter } from './rate-limit.ts';

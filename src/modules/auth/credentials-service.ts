@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DB, Db } from '../../db/types.ts';
-import { AppError } from '../../http/errors.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { iso } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { credentialsRepository } from './credentials-repository.ts';

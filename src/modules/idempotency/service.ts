@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB, Db } from '../../db/types.ts';
-import { AppError } from '../../http/errors.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
 import { idempotencyRepository } from './repository.ts';
 
 export interface StoredResponse {
@@ -9,13 +9,6 @@ export interface StoredResponse {
   headers: Record<string, string>;
   body: string;
 }
-
-/**
- * Writes a successful outcome inside the business transaction that produced it, so a crash between
- * the commit and the answer cannot leave the key without a response to replay (and a retry would
- * then run the work twice).
- */
-export type RecordOutcome<T> = (trx: Db, result: T) => Promise<void>;
 
 export type BeginResult = { kind: 'proceed' } | { kind: 'replay'; response: StoredResponse };
 

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import { inTransaction } from '../../db/transaction.ts';
 import type { DB, Db } from '../../db/types.ts';
-import { AppError } from '../../http/errors.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { formatMinor } from '../../lib/money.ts';
 import type { CredentialsService, IssuedCredential } from '../auth/credentials-service.ts';

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { Kysely } from 'kysely';
 import type { DB, Db } from '../../db/types.ts';
-import { AppError } from '../../http/errors.ts';
 import { compileStrict } from '../../http/validation.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
 import { parseDecimal } from '../../lib/money.ts';
 import { TariffDocument } from './schemas.ts';
 

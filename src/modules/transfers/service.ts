@@ -1,11 +1,10 @@
 import type { Kysely } from 'kysely';
-import { inTransaction, isUniqueViolation } from '../../db/transaction.ts';
+import { inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
 import type { DB, Db } from '../../db/types.ts';
-import { AppError } from '../../http/errors.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
 import { minorToNumber } from '../../lib/money.ts';
-import type { RecordOutcome } from '../idempotency/service.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';

@@ -1,10 +1,9 @@
 import type { Kysely } from 'kysely';
-import { inTransaction } from '../../db/transaction.ts';
+import { inTransaction, type RecordOutcome } from '../../db/transaction.ts';
 import type { DB } from '../../db/types.ts';
-import { AppError } from '../../http/errors.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import type { RecordOutcome } from '../idempotency/service.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { type WarehouseRow, warehousesRepository } from './repository.ts';
 import type { Warehouse, WarehouseInput, WarehouseListQuery } from './schemas.ts';
