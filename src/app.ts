@@ -13,6 +13,7 @@ import { systemClock } from './lib/clock.ts';
 import { discoveryRoutes } from './modules/auth/discovery.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
+import { balanceRoutes } from './modules/merchants/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
 import { transferRoutes } from './modules/transfers/routes.ts';
 import { warehouseRoutes } from './modules/warehouses/routes.ts';
@@ -72,6 +73,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(warehouseRoutes);
     await api.register(quoteRoutes);
     await api.register(transferRoutes);
+    await api.register(balanceRoutes);
   });
   return app;
 }

@@ -30,6 +30,13 @@ export interface Config {
   idempotencyTtlHours: number;
   /** Fastify trustProxy: false, true (every hop), a hop count, or the proxies' addresses/CIDRs. */
   trustProxy: boolean | number | string[];
+  /** A transfer with no courier this long after creation is cancelled by the system, with a full refund. */
+  assignmentTimeoutMinutes: number;
+  /** Seconds between the sandbox's simulated courier's automatic steps; 0: manual steps only. */
+  sandboxStepSeconds: number;
+  /** Whether this instance runs the scheduler (assignment timeouts, sandbox steps). */
+  schedulerEnabled: boolean;
+  schedulerIntervalMs: number;
   /** The public base URL of the API (scheme, host, optional path; no trailing slash), e.g. for the OAuth discovery document; unset: taken from each request. */
   publicBaseUrl: string | undefined;
 }
@@ -102,6 +109,12 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`DATABASE_ISOLATION must be one of ${Object.keys(ISOLATION_LEVELS).join(', ')}, got "${isolationRaw}"`);
   }
 
+  const bool = (name: string, def: boolean): boolean => {
+    const raw = str(name, String(def));
+    if (raw !== 'true' && raw !== 'false') problems.push(`${name} must be true or false, got "${raw}"`);
+    return raw === 'true' || (raw !== 'false' && def);
+  };
+
   const publicBaseUrl = parsePublicBaseUrl(str('PUBLIC_BASE_URL', ''), problems);
 
   const trustProxyRaw = str('TRUST_PROXY', 'false');
@@ -133,6 +146,10 @@ export function loadConfig(env: Env = process.env): Config {
     tokenFailureWindowSeconds: int('TOKEN_FAILURE_WINDOW_SECONDS', 60, 1, 86_400),
     idempotencyTtlHours: int('IDEMPOTENCY_TTL_HOURS', 24, 24, 8760),
     trustProxy: trustProxy ?? false,
+    assignmentTimeoutMinutes: int('ASSIGNMENT_TIMEOUT_MINUTES', 60, 1, 10_080),
+    sandboxStepSeconds: int('SANDBOX_STEP_SECONDS', 10, 0, 86_400),
+    schedulerEnabled: bool('SCHEDULER_ENABLED', true),
+    schedulerIntervalMs: int('SCHEDULER_INTERVAL_SECONDS', 5, 1, 3600) * 1000,
     publicBaseUrl,
   };
 

@@ -3,19 +3,22 @@ import { parseArgs } from 'node:util';
 import { withServices } from './cli/context.ts';
 import { ConfigError, loadConfig, redactUrl } from './config.ts';
 import { migrateToLatest, openDatabase } from './db/database.ts';
+import { TRANSFER_STATES, type TransferState } from './db/types.ts';
 import { AppError } from './lib/errors.ts';
 import { formatMinor, parseMajorAmount } from './lib/money.ts';
 import { generateSigningKey } from './modules/auth/signing-keys.ts';
-import { startServer } from './server.ts';
+import { startServer, startWorker } from './server.ts';
 
 const USAGE = `mds - merchant delivery service
 
 Usage: mds <command> [options]          (every command takes --json for machine-readable output)
 
-  serve                                         start the HTTP API (what npm start runs)
+  serve                                         start the HTTP API and the scheduler (what npm start runs)
+  worker                                        run the background work (scheduler) without the HTTP API
   migrate                                       apply database migrations
-  merchants create --name NAME [--balance AMOUNT]
+  merchants create --name NAME [--balance AMOUNT] [--sandbox]
                                                 create a merchant and its first credential set
+                                                (--sandbox: play money, a simulated courier)
   merchants list
   credentials issue --merchant ID               issue another credential set (rotation)
   credentials list --merchant ID
@@ -23,11 +26,20 @@ Usage: mds <command> [options]          (every command takes --json for machine-
   credentials delete CLIENT_ID                  delete: its tokens fail with CREDENTIALS_NOT_FOUND
   balance top-up --merchant ID --amount AMOUNT [--note TEXT]
   balance show --merchant ID                    balance and ledger entries
+  transfers list [--merchant ID] [--state STATE] [--limit N]
+                                                newest first, every merchant's unless --merchant
+  transfers show TRANSFER_ID                    the transfer as its merchant sees it
+  transfers events TRANSFER_ID                  its timeline, oldest first
+  transfers cancel TRANSFER_ID --reason TEXT    cancel any transfer that has not ended, full refund
+  transfers advance TRANSFER_ID --to STATE --reason TEXT
+                                                move it through an allowed transition (support)
   tariffs show                                  the tariff in force (JSON)
   tariffs set FILE                              validate FILE and make it the tariff in force
   keys generate                                 print a new TOKEN_SIGNING_KEYS entry
 
 Amounts are in major units with at most two decimals (1250 or 1250.50).
+States: inProgress, courierAssigned, pickedUp, delivered, returning, returned, cancelled.
+Operator changes are recorded as events with actor "operator" and the --reason text.
 Configuration comes from the environment (see README: DATABASE_URL, PORT, ...).`;
 
 export class UsageError extends Error {}
@@ -83,13 +95,18 @@ function parse(argv: string[]) {
       merchant: { type: 'string' },
       amount: { type: 'string' },
       note: { type: 'string' },
+      sandbox: { type: 'boolean' },
+      state: { type: 'string' },
+      to: { type: 'string' },
+      reason: { type: 'string' },
+      limit: { type: 'string' },
     },
   });
 }
 
 type Values = ReturnType<typeof parse>['values'];
 
-function need(values: Values, name: 'name' | 'merchant' | 'amount'): string {
+function need(values: Values, name: 'name' | 'merchant' | 'amount' | 'reason' | 'to'): string {
   const v = values[name];
   if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required`);
   return v.trim();
@@ -101,6 +118,12 @@ function amount(text: string): number {
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+}
+
+function state(text: string | undefined, flag: string): TransferState | undefined {
+  if (text === undefined) return undefined;
+  if (!(TRANSFER_STATES as readonly string[]).includes(text)) throw new UsageError(`--${flag} must be one of ${TRANSFER_STATES.join(', ')}`);
+  return text as TransferState;
 }
 
 function onePositional(positionals: string[], what: string): string {
@@ -135,6 +158,20 @@ async function run(positionals: string[], values: Values, out: Out): Promise<num
       await new Promise(() => {}); // run until a signal
       return 0;
     }
+    case 'worker': {
+      const worker = await startWorker(config);
+      const shutdown = (signal: string) => {
+        process.stderr.write(`mds worker: ${signal}, stopping\n`);
+        worker.stop().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.once('SIGTERM', () => shutdown('SIGTERM'));
+      process.once('SIGINT', () => shutdown('SIGINT'));
+      await new Promise(() => {});
+      return 0;
+    }
     case 'migrate': {
       const database = openDatabase({ url: config.databaseUrl, schema: config.databaseSchema });
       try {
@@ -149,10 +186,10 @@ async function run(positionals: string[], values: Values, out: Out): Promise<num
       const name = need(values, 'name');
       const opening = values.balance === undefined ? 0 : amount(values.balance);
       return withServices(config, async (s) => {
-        const { merchant, credential } = await s.merchants.create(name, opening);
+        const { merchant, credential } = await s.merchants.create(name, opening, values.sandbox ? 'sandbox' : 'live');
         out.print(
           [
-            `Merchant created: ${merchant.name}`,
+            `Merchant created: ${merchant.name}${merchant.mode === 'sandbox' ? ' (SANDBOX: play money, simulated courier)' : ''}`,
             `  merchant id:    ${merchant.id}`,
             `  balance:        ${merchant.balance} ${merchant.currency}`,
             `  client id:      ${credential.clientId}`,
@@ -222,6 +259,56 @@ async function run(positionals: string[], values: Values, out: Out): Promise<num
             `${e.createdAt}  ${e.kind.padEnd(7)} ${e.amount.padStart(12)}  -> ${e.balanceAfter.padStart(12)}${e.transferId ? `  transfer ${e.transferId}` : ''}${e.note ? `  (${e.note})` : ''}`,
         );
         out.print([`${l.merchant.name}: balance ${l.merchant.balance} ${l.merchant.currency}`, ...lines].join('\n'), l);
+        return 0;
+      });
+    }
+    case 'transfers list': {
+      const limit = values.limit === undefined ? 50 : Number(values.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new UsageError('--limit must be a whole number from 1 to 500');
+      return withServices(config, async (s) => {
+        if (values.merchant !== undefined) await s.merchants.get(values.merchant);
+        const page = await s.transfers.list(values.merchant, { state: state(values.state, 'state'), limit });
+        out.print(
+          page.items
+            .map((t) => `${t.id}  ${t.createdAt}  ${t.state.padEnd(15)} ${String(t.totalPrice).padStart(10)} ${t.currency}${t.sandbox ? '  sandbox' : ''}`)
+            .join('\n') || 'No transfers',
+          { transfers: page.items },
+        );
+        return 0;
+      });
+    }
+    case 'transfers show': {
+      const id = onePositional(positionals, 'TRANSFER_ID');
+      return withServices(config, async (s) => {
+        const t = await s.transfers.getAny(id);
+        out.print(JSON.stringify(t, null, 2), t);
+        return 0;
+      });
+    }
+    case 'transfers events': {
+      const id = onePositional(positionals, 'TRANSFER_ID');
+      return withServices(config, async (s) => {
+        const events = await s.transfers.events(undefined, id);
+        out.print(
+          events
+            .map(
+              (e) =>
+                `${String(e.sequence).padStart(3)}  ${e.occurredAt}  ${e.type.padEnd(26)} ${(e.state ?? '-').padEnd(15)} ${e.actor.type}  ${JSON.stringify(e.data)}`,
+            )
+            .join('\n'),
+          { events },
+        );
+        return 0;
+      });
+    }
+    case 'transfers cancel':
+    case 'transfers advance': {
+      const id = onePositional(positionals, 'TRANSFER_ID');
+      const reason = need(values, 'reason');
+      const to = action === 'cancel' ? 'cancelled' : (state(need(values, 'to'), 'to') as TransferState);
+      return withServices(config, async (s) => {
+        const t = action === 'cancel' ? await s.transfers.operatorCancel(id, reason) : await s.transfers.operatorAdvance(id, to, reason);
+        out.print(`Transfer ${t.id} is now ${t.state}${t.refundedAmount ? ` (refunded ${t.refundedAmount} ${t.currency})` : ''}`, { transfer: t });
         return 0;
       });
     }

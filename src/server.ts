@@ -1,9 +1,13 @@
 import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
 import { buildApp } from './app.ts';
+import { type Background, startBackground } from './background/index.ts';
 import type { Config } from './config.ts';
 import { type Database, migrateToLatest, openDatabase } from './db/database.ts';
 import { retryChannel } from './db/transaction.ts';
+import { systemClock } from './lib/clock.ts';
 import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
+import { createServices } from './services.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -39,11 +43,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
   const url = await app.listen({ port: config.port, host: config.host });
   app.log.info({ database: database.describe, dialect: database.dialect }, `ready: ${url} (API docs at ${url}/docs)`);
+  const background: Background | undefined = config.schedulerEnabled ? startBackground(app.services, config, app.log) : undefined;
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
       closing = true;
+      await background?.stop();
       await app.close(); // stops accepting, lets in-flight requests finish
       await database.close();
       retryChannel.unsubscribe(onRetry);
@@ -51,4 +57,21 @@ export async function startServer(config: Config): Promise<RunningServer> {
     return stopping;
   };
   return { app, database, url, stop };
+}
+
+/** `mds worker`: the background work (scheduler) with no HTTP API, for deployments that run it apart. */
+export async function startWorker(config: Config): Promise<{ stop(): Promise<void> }> {
+  const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
+  if (database.dialect === 'sqlite') await migrateToLatest(database);
+  const log = pino({ level: config.logLevel });
+  // The worker signs no tokens: no key file is needed (or created) to run it.
+  const services = createServices({ config, database, clock: systemClock, signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
+  const background = startBackground(services, config, log);
+  log.info({ database: database.describe }, 'worker running');
+  return {
+    async stop() {
+      await background.stop();
+      await database.close();
+    },
+  };
 }

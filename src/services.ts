@@ -53,6 +53,10 @@ export function createServices({ config, database, clock, signingKeys }: Service
     idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours),
     tariffs,
     quotes: new QuotesService({ db, clock, tariffs, warehouses, ttlSeconds: config.quoteTtlSeconds, currency: config.currency }),
-    transfers: new TransfersService(db, clock, config.paymentTtlMinutes),
+    transfers: new TransfersService(db, clock, {
+      paymentTtlMinutes: config.paymentTtlMinutes,
+      assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
+      sandboxStepSeconds: config.sandboxStepSeconds,
+    }),
   };
 }

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { describeEachStore, TEST_SIGNING_KEYS, type TestApp } from './helpers/app.ts';
+import { describeEachStore, type Merchant, TEST_SIGNING_KEYS, type TestApp, warehouseBody } from './helpers/app.ts';
+import { paidTransfer, setup, WAREHOUSE_META } from './helpers/flow.ts';
 import { withSchemaLock } from './helpers/stores.ts';
 
 const run = promisify(execFile);
@@ -29,6 +30,8 @@ async function mds(t: TestApp, ...args: string[]): Promise<CliResult> {
     return { code: err.code, stdout: err.stdout, stderr: err.stderr };
   }
 }
+
+const getTransfer = async (t: TestApp, m: Merchant, id: string) => (await t.as(m, { method: 'GET', url: `/transfer/${id}` })).json();
 
 const json = (r: CliResult) => {
   assert.equal(r.code, 0, r.stderr);
@@ -107,6 +110,76 @@ describeEachStore(
       );
       const text = await mds(t, 'balance', 'show', '--merchant', m.merchantId);
       assert.match(text.stdout, /^Payer: balance 109\.99 RUB$/m);
+    });
+
+    test('transfers list, show, events, advance and cancel: support moves any transfer, audited as operator events with the reason', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, '1000');
+      const tr = await paidTransfer(t, m, w.id);
+      const list = json(await mds(t, 'transfers', 'list', '--merchant', m.merchantId, '--json'));
+      assert.deepEqual(list.transfers, [await getTransfer(t, m, tr.id)]);
+      const text = await mds(t, 'transfers', 'list', '--merchant', m.merchantId);
+      assert.match(text.stdout, new RegExp(`^${tr.id}  ${tr.createdAt}  inProgress +516 RUB$`, 'm'));
+      const shown = json(await mds(t, 'transfers', 'show', tr.id, '--json'));
+      assert.deepEqual(shown, { ...tr, merchantId: m.merchantId });
+
+      const adv = json(await mds(t, 'transfers', 'advance', tr.id, '--to', 'courierAssigned', '--reason', 'courier called support', '--json'));
+      assert.equal(adv.transfer.state, 'courierAssigned');
+      const picked = await mds(t, 'transfers', 'advance', tr.id, '--to', 'pickedUp', '--reason', 'scanned at the warehouse');
+      assert.equal(picked.stdout.trim(), `Transfer ${tr.id} is now pickedUp`);
+      const refused = await mds(t, 'transfers', 'advance', tr.id, '--to', 'inProgress', '--reason', 'x', '--json');
+      assert.equal(refused.code, 1);
+      assert.deepEqual(JSON.parse(refused.stdout), {
+        error: 'TRANSITION_NOT_ALLOWED',
+        message: `Transfer ${tr.id} is pickedUp; from there it can move to: delivered, returning, cancelled`,
+      });
+      // After pickup only support can cancel: a full refund.
+      const cancelled = await mds(t, 'transfers', 'cancel', tr.id, '--reason', 'parcel lost, refunded by support');
+      assert.equal(cancelled.stdout.trim(), `Transfer ${tr.id} is now cancelled (refunded 516 RUB)`);
+      const got = await getTransfer(t, m, tr.id);
+      assert.deepEqual(got.cancellation, {
+        reason: 'OPERATOR',
+        comment: 'parcel lost, refunded by support',
+        actor: 'operator',
+        refundAmount: 516,
+        cancelledAt: got.updatedAt,
+      });
+      const balance = json(await mds(t, 'balance', 'show', '--merchant', m.merchantId, '--json'));
+      assert.deepEqual(
+        balance.entries.map((e: { kind: string; amount: string; transferId: string | null }) => [e.kind, e.amount, e.transferId]),
+        [
+          ['TOP_UP', '1000.00', null],
+          ['CHARGE', '-516.00', tr.id],
+          ['REFUND', '516.00', tr.id],
+        ],
+      );
+      const events = json(await mds(t, 'transfers', 'events', tr.id, '--json')).events;
+      assert.deepEqual(
+        events.slice(2).map((e: { type: string; actor: { type: string }; data: Record<string, unknown> }) => [e.type, e.actor.type, e.data.comment]),
+        [
+          ['transfer.courier_assigned', 'operator', 'courier called support'],
+          ['transfer.picked_up', 'operator', 'scanned at the warehouse'],
+          ['transfer.cancelled', 'operator', 'parcel lost, refunded by support'],
+        ],
+      );
+      const bad = await mds(t, 'transfers', 'advance', tr.id, '--to', 'flying', '--reason', 'x');
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /--to must be one of inProgress, courierAssigned, pickedUp, delivered, returning, returned, cancelled/);
+      assert.match((await mds(t, 'transfers', 'cancel', tr.id)).stderr, /--reason is required/);
+    });
+
+    test('merchants create --sandbox makes a sandbox merchant whose transfers the simulated courier drives', async () => {
+      const t = ctx();
+      const created = json(await mds(t, 'merchants', 'create', '--name', 'Play shop', '--balance', '1000', '--sandbox', '--json'));
+      assert.equal(created.merchant.mode, 'sandbox');
+      const human = await mds(t, 'merchants', 'create', '--name', 'Play shop 2', '--sandbox');
+      assert.match(human.stdout, /Merchant created: Play shop 2 \(SANDBOX: play money, simulated courier\)/);
+      const m = { merchantId: created.merchant.id, clientId: created.clientId, clientSecret: created.clientSecret };
+      const w = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ locationMetadata: WAREHOUSE_META }) })).json();
+      const tr = await paidTransfer(t, m, w.id);
+      assert.equal(tr.sandbox, true);
+      const res = await t.as(m, { method: 'POST', url: `/sandbox/transfer/${tr.id}/advance`, payload: { to: 'courierAssigned' } });
+      assert.equal(res.json().state, 'courierAssigned');
     });
 
     test('tariffs show and set; an invalid file is rejected with its problems and changes nothing', async () => {

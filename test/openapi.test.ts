@@ -22,6 +22,11 @@ const EXPECTED_OPERATIONS = [
   'POST /options',
   'POST /transfer',
   'GET /transfer/{transferId}',
+  'GET /transfer',
+  'GET /transfer/{transferId}/events',
+  'POST /transfer/{transferId}/cancel',
+  'POST /sandbox/transfer/{transferId}/advance',
+  'GET /balance',
 ];
 
 describe('the committed OpenAPI document (openapi.json)', () => {

@@ -69,6 +69,9 @@ describe('pricing with the default tariff (hand-computed)', () => {
       unavailableReason: null,
       name: 'Standard delivery',
       payableMinor: 48800,
+      cancellationFeeMinor: 5000,
+      returnFeeMinor: 10000,
+      fees: { cancellation: '50.00', return: '100.00' },
       common: {
         pattern: 'standard',
         router_id: 'city-standard',

@@ -1,55 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeEachStore, ISO_MS_RE, type Merchant, type TestApp, UUID_RE, warehouseBody } from './helpers/app.ts';
-
-/** A warehouse on the equator at 0,0; destinations along the equator have hand-computable distances. */
-const WAREHOUSE_META = { display_name: 'Null Island 1', lat: 0, lng: 0, city: 'Gulf', country_code: 'xx' };
-const DESTINATION = { lat: 0, lng: 0.1, display_name: 'Destination 5', city: 'Gulf' }; // 11 120 m
-const RECIPIENT = { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' };
-const STANDARD_PRICE = '516.00'; // see pricing.test.ts
-const STANDARD_MINOR = 51_600;
-
-async function setup(t: TestApp, balance = '5000') {
-  const m = await t.merchant('Shop', balance);
-  const w = (
-    await t.as(m, {
-      method: 'POST',
-      url: '/warehouses',
-      payload: warehouseBody({ address: 'Null Island 1', locationMetadata: WAREHOUSE_META }),
-    })
-  ).json();
-  return { m, w };
-}
-
-function quoteBody(warehouseId: string, overrides: Record<string, unknown> = {}) {
-  return {
-    destinationLocation: DESTINATION,
-    warehouseId,
-    parcelSize: 'SMALL',
-    isFragile: false,
-    isPerishable: false,
-    deliveryType: 'DOOR_TO_DOOR',
-    ...overrides,
-  };
-}
-
-async function quote(t: TestApp, m: Merchant, warehouseId: string, overrides: Record<string, unknown> = {}) {
-  const res = await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(warehouseId, overrides) });
-  assert.equal(res.statusCode, 201, res.body);
-  return res.json();
-}
-
-function transferBody(quoteId: string, overrides: Record<string, unknown> = {}) {
-  return { matchmakingId: quoteId, productKey: 'standard', description: 'Two books', recipientInfo: RECIPIENT, ...overrides };
-}
-
-/** Balance, ledger and the invariant that ties them: balance = sum(ledger) >= 0. */
-async function money(t: TestApp, m: Merchant) {
-  const l = await t.services.merchants.ledger(m.merchantId);
-  assert.equal(l.ledgerSum, l.merchant.balance, 'the balance equals the sum of its ledger');
-  assert.ok(l.merchant.balanceMinor >= 0);
-  return { balance: l.merchant.balance, entries: l.entries };
-}
+import { describeEachStore, ISO_MS_RE, type TestApp, UUID_RE, warehouseBody } from './helpers/app.ts';
+import { DESTINATION, money, quote, quoteBody, RECIPIENT, STANDARD_MINOR, STANDARD_PRICE, setup, transferBody, WAREHOUSE_META } from './helpers/flow.ts';
 
 async function quoteStatus(t: TestApp, id: string) {
   return (await t.database.db.selectFrom('quotes').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
@@ -82,6 +34,7 @@ describeEachStore('POST /options', (ctx) => {
           status: 'AVAILABLE',
           unavailableReason: null,
           name: 'Standard delivery',
+          fees: { cancellation: '50.00', return: '100.00' },
           common: {
             pattern: 'standard',
             router_id: 'city-standard',
@@ -101,6 +54,7 @@ describeEachStore('POST /options', (ctx) => {
           status: 'AVAILABLE',
           unavailableReason: null,
           name: 'Express delivery',
+          fees: { cancellation: '75.00', return: '150.00' },
           common: {
             pattern: 'express',
             router_id: 'city-express',
@@ -255,7 +209,12 @@ describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
       matchmakingId: q.id,
       productKey: 'standard',
       createdAt: new Date(t.clock.now()).toISOString(),
+      updatedAt: new Date(t.clock.now()).toISOString(),
+      deliveryPin: tr.deliveryPin,
+      sandbox: false,
+      refundedAmount: 0,
     });
+    assert.match(tr.deliveryPin, /^[0-9]{4}$/);
     assert.equal(await quoteStatus(t, q.id), 'consumed');
     const { balance, entries } = await money(t, m);
     assert.equal(balance, '484.00');
@@ -398,8 +357,11 @@ describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
       type: 'INSUFFICIENT_BALANCE',
       title: 'Insufficient balance',
       status: 402,
-      detail: 'The balance does not cover 516.00 RUB; top up and retry',
+      detail: 'The balance (515.99 RUB) does not cover 516.00 RUB; top up and retry',
       requestId: 'poor',
+      balance: 515.99,
+      required: 516,
+      currency: 'RUB',
     });
     assert.equal(await quoteStatus(t, q.id), 'pending');
     const after = await money(t, m);
@@ -521,7 +483,12 @@ describeEachStore('transfer codes', (ctx) => {
     const { m, w } = await setup(t);
     const codes = ['AAAA-AAAA', 'AAAA-AAAA', 'BBBB-BBBB'];
     const { TransfersService } = await import('../src/modules/transfers/service.ts');
-    const service = new TransfersService(t.database.db, t.clock, 30, () => codes.shift() ?? 'CCCC-CCCC');
+    const service = new TransfersService(t.database.db, t.clock, {
+      paymentTtlMinutes: 30,
+      assignmentTimeoutMinutes: 60,
+      sandboxStepSeconds: 0,
+      transferCode: () => codes.shift() ?? 'CCCC-CCCC',
+    });
     const q1 = await quote(t, m, w.id);
     const q2 = await quote(t, m, w.id);
     const first = await service.create(m.merchantId, transferBody(q1.id) as never);

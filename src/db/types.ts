@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Generated, Kysely, Transaction } from 'kysely';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -7,6 +7,8 @@ export interface MerchantsTable {
   id: string;
   name: string;
   balance: number;
+  /** sandbox: play money, transfers driven by a simulated courier, never offered to real couriers. */
+  mode: MerchantMode;
   created_at: number;
   updated_at: number;
 }
@@ -77,8 +79,9 @@ export interface TransfersTable {
   quote_id: string;
   warehouse_id: string;
   product_key: string;
-  state: string;
+  state: TransferState;
   source: string;
+  mode: MerchantMode;
   transfer_code: string;
   tracking_code: string;
   total_amount: number;
@@ -86,8 +89,33 @@ export interface TransfersTable {
   payment_ttl_minutes: number;
   payment_expires_at: number;
   details: string; // JSON: addresses, locations, metadata, recipient, sender, parcel
+  delivery_pin: string;
+  courier_id: string | null;
+  courier_name: string | null;
+  /** Fees frozen from the quote's tariff: kept back from the refund of a cancellation after assignment, of a return. */
+  cancellation_fee: number;
+  return_fee: number;
+  refunded_amount: number;
+  cancellation: string | null; // JSON: Cancellation
+  delivery_failure: string | null; // JSON: { reason, comment }
+  last_sequence: number;
+  next_step_at: number | null;
   created_at: number;
   updated_at: number;
+}
+
+export interface EventsTable {
+  position: Generated<number>;
+  id: string;
+  merchant_id: string;
+  transfer_id: string;
+  sequence: number;
+  type: string;
+  state: TransferState | null;
+  actor_type: ActorType;
+  actor_id: string | null;
+  data: string; // JSON
+  occurred_at: number;
 }
 
 export interface IdempotencyKeysTable {
@@ -102,6 +130,15 @@ export interface IdempotencyKeysTable {
   updated_at: number;
 }
 
+export type MerchantMode = 'live' | 'sandbox';
+
+/** Transfer states, in the interface's camelCase (the lifecycle is in modules/transfers/lifecycle.ts). */
+export const TRANSFER_STATES = ['inProgress', 'courierAssigned', 'pickedUp', 'delivered', 'returning', 'returned', 'cancelled'] as const;
+export type TransferState = (typeof TRANSFER_STATES)[number];
+
+/** Who caused a change: the merchant (API), a courier, an operator (CLI), or the service itself (scheduler). */
+export type ActorType = 'merchant' | 'courier' | 'operator' | 'system';
+
 export interface DB {
   merchants: MerchantsTable;
   credentials: CredentialsTable;
@@ -111,6 +148,7 @@ export interface DB {
   quotes: QuotesTable;
   transfers: TransfersTable;
   idempotency_keys: IdempotencyKeysTable;
+  events: EventsTable;
 }
 
 /** Repositories take either the database or an open transaction. */

@@ -46,7 +46,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'auth', description: 'OAuth 2.0 client credentials' },
         { name: 'warehouses', description: 'Pickup warehouses of the merchant' },
         { name: 'quotes', description: 'Delivery options (pending quotes)' },
-        { name: 'transfers', description: 'Paid deliveries' },
+        { name: 'transfers', description: 'Paid deliveries: lookup, listing, the event timeline, cancellation' },
+        { name: 'balance', description: 'The merchant balance and its ledger' },
+        { name: 'sandbox', description: 'Sandbox merchants: drive the simulated courier' },
         { name: 'operations', description: 'Health checks for load balancers' },
       ],
       components: {

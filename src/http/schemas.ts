@@ -59,6 +59,11 @@ const problemProperties = {
     }),
   ),
   transferId: Type.Optional(Uuid('QUOTE_ALREADY_USED: the transfer the quote produced')),
+  state: Type.Optional(Type.String({ description: 'TRANSFER_NOT_CANCELLABLE, TRANSITION_NOT_ALLOWED: the current state of the transfer' })),
+  allowed: Type.Optional(Type.Array(Type.String(), { description: 'TRANSITION_NOT_ALLOWED: the states the transfer can move to now' })),
+  balance: Type.Optional(Type.Number({ description: 'INSUFFICIENT_BALANCE: the balance now, in major units' })),
+  required: Type.Optional(Type.Number({ description: 'INSUFFICIENT_BALANCE: the amount the product costs, in major units' })),
+  currency: Type.Optional(Type.String({ description: 'INSUFFICIENT_BALANCE: the currency of balance and required' })),
   error: Type.Optional(Type.String({ description: 'Token endpoint only: RFC 6749 error code' })),
   error_description: Type.Optional(Type.String({ description: 'Token endpoint only: RFC 6749 error description' })),
 };
@@ -95,7 +100,10 @@ const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<strin
   INVALID_ACCESS_TOKEN: { detail: 'The access token cannot be verified' },
   CREDENTIALS_NOT_FOUND: { detail: 'The credentials this token was issued for no longer exist' },
   CREDENTIALS_REVOKED: { detail: 'The credentials this token was issued for have been revoked' },
-  INSUFFICIENT_BALANCE: { detail: 'The balance does not cover 314.38 RUB; top up and retry' },
+  INSUFFICIENT_BALANCE: {
+    detail: 'The balance (120.00 RUB) does not cover 314.38 RUB; top up and retry',
+    extra: { balance: 120, required: 314.38, currency: 'RUB' },
+  },
   ROUTE_NOT_FOUND: { detail: 'No endpoint GET /nowhere' },
   REQUEST_TIMEOUT: { detail: 'The request did not arrive in time' },
   HEADERS_TOO_LARGE: { detail: 'The request headers are larger than the limit' },
@@ -106,6 +114,14 @@ const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<strin
   TRANSFER_NOT_FOUND: { detail: `No transfer ${EXAMPLE_IDS.transfer}` },
   QUOTE_ALREADY_USED: { detail: `The quote was already used by transfer ${EXAMPLE_IDS.transfer}`, extra: { transferId: EXAMPLE_IDS.transfer } },
   IDEMPOTENCY_KEY_IN_USE: { detail: 'A request with this Idempotency-Key is still being processed; retry shortly' },
+  TRANSFER_NOT_CANCELLABLE: {
+    detail: `Transfer ${EXAMPLE_IDS.transfer} is pickedUp: it can be cancelled only before pickup`,
+    extra: { state: 'pickedUp' },
+  },
+  TRANSITION_NOT_ALLOWED: {
+    detail: `Transfer ${EXAMPLE_IDS.transfer} is inProgress; from there it can move to: courierAssigned, cancelled`,
+    extra: { state: 'inProgress', allowed: ['courierAssigned', 'cancelled'] },
+  },
   WAREHOUSE_LIMIT_REACHED: { detail: 'A merchant can have at most 1000 warehouses' },
   PAYLOAD_TOO_LARGE: { detail: 'The request body is larger than the limit' },
   UNSUPPORTED_MEDIA_TYPE: { detail: 'Send request bodies as application/json' },
@@ -201,6 +217,14 @@ export function problemResponses(codes: ErrorCode[], examples: ProblemExampleOve
 /** A success response in the same explicit content form as errors, with an example body. */
 export function json(schema: TSchema, description: string, example?: unknown) {
   return { description, content: { 'application/json': { schema, ...(example === undefined ? {} : { example }) } } };
+}
+
+/** The Link header value announcing the next page of a list: the same query with the next cursor. */
+export function nextLink(path: string, query: Record<string, unknown>, cursor: string): string {
+  const next = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && k !== 'cursor') next.set(k, String(v));
+  next.set('cursor', cursor);
+  return `<${path}?${next}>; rel="next"`;
 }
 
 export const IdempotencyHeader = Type.Object({

@@ -23,6 +23,8 @@ export const ERRORS = {
   TRANSFER_NOT_FOUND: { status: 404, title: 'Transfer not found' },
   QUOTE_ALREADY_USED: { status: 409, title: 'Quote already used' },
   IDEMPOTENCY_KEY_IN_USE: { status: 409, title: 'Idempotency key in use' },
+  TRANSFER_NOT_CANCELLABLE: { status: 409, title: 'Transfer not cancellable' },
+  TRANSITION_NOT_ALLOWED: { status: 409, title: 'Transition not allowed' },
   WAREHOUSE_LIMIT_REACHED: { status: 422, title: 'Warehouse limit reached' },
   REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large' },

@@ -28,7 +28,7 @@ export interface TestApp {
   logs: string[];
   /** app.inject, with every response checked against the OpenAPI contract. */
   request(opts: InjectOptions): Promise<LightMyRequestResponse>;
-  merchant(name?: string, balance?: string): Promise<Merchant>;
+  merchant(name?: string, balance?: string, mode?: 'live' | 'sandbox'): Promise<Merchant>;
   token(m: Merchant): Promise<string>;
   /** A request with the merchant's bearer token. */
   as(m: Merchant | string, opts: InjectOptions): Promise<LightMyRequestResponse>;
@@ -45,8 +45,9 @@ export interface HttpResult {
   body: any;
 }
 
-export async function createTestApp(storeName: StoreName = 'sqlite', env: Record<string, string> = {}): Promise<TestApp> {
-  const store = await createStore(storeName);
+/** An app on a new store, or, given `shared`, a second instance on another app's store (it leaves the store to its owner). */
+export async function createTestApp(storeName: StoreName = 'sqlite', env: Record<string, string> = {}, shared?: TestStore): Promise<TestApp> {
+  const store = shared ?? (await createStore(storeName));
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: 'info',
@@ -81,8 +82,8 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
       checkContract(app, opts, res);
       return res;
     },
-    async merchant(name = 'Test merchant', balance = '0') {
-      const { merchant, credential } = await app.services.merchants.create(name, parseMajorAmount(balance));
+    async merchant(name = 'Test merchant', balance = '0', mode = 'live') {
+      const { merchant, credential } = await app.services.merchants.create(name, parseMajorAmount(balance), mode);
       return { merchantId: merchant.id, clientId: credential.clientId, clientSecret: credential.clientSecret };
     },
     async token(m) {
@@ -122,7 +123,7 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
     async close() {
       await app.close();
       await database.close();
-      await store.cleanup();
+      if (!shared) await store.cleanup();
     },
   };
   return t;

@@ -37,6 +37,15 @@ export const merchantsRepository = {
     await db.insertInto('ledger_entries').values(row).execute();
   },
 
+  /** Newest first, keyset-paged by (created_at, id). */
+  async ledgerPage(db: Db, merchantId: string, before: { createdAt: number; id: string } | undefined, limit: number): Promise<LedgerRow[]> {
+    let q = db.selectFrom('ledger_entries').selectAll().where('merchant_id', '=', merchantId);
+    if (before) {
+      q = q.where((eb) => eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]));
+    }
+    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  },
+
   async ledger(db: Db, merchantId: string): Promise<LedgerRow[]> {
     return db.selectFrom('ledger_entries').selectAll().where('merchant_id', '=', merchantId).orderBy('id').execute();
   },

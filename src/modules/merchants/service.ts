@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import { inTransaction } from '../../db/transaction.ts';
-import type { DB, Db } from '../../db/types.ts';
+import type { DB, Db, MerchantMode } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
+import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { formatMinor } from '../../lib/money.ts';
@@ -14,6 +15,7 @@ export interface MerchantView {
   balance: string;
   balanceMinor: number;
   currency: string;
+  mode: MerchantMode;
   createdAt: string;
 }
 
@@ -23,6 +25,7 @@ export interface LedgerEntryView {
   amount: string;
   amountMinor: number;
   balanceAfter: string;
+  balanceAfterMinor: number;
   transferId: string | null;
   note: string | null;
   createdAt: string;
@@ -41,13 +44,16 @@ export class MerchantsService {
     this.#currency = currency;
   }
 
-  /** Creates a merchant with a first credential set and an optional opening balance (a TOP_UP entry). */
-  async create(name: string, openingBalanceMinor = 0): Promise<{ merchant: MerchantView; credential: IssuedCredential }> {
+  /**
+   * Creates a merchant with a first credential set and an optional opening balance (a TOP_UP entry).
+   * A sandbox merchant's money is play money and its transfers are driven by a simulated courier.
+   */
+  async create(name: string, openingBalanceMinor = 0, mode: MerchantMode = 'live'): Promise<{ merchant: MerchantView; credential: IssuedCredential }> {
     const trimmed = name.trim();
     if (trimmed === '' || trimmed.length > 200) throw new AppError('VALIDATION_FAILED', 'Merchant name must be 1 to 200 characters');
     return inTransaction(this.#db, async (trx) => {
       const now = this.#clock.now();
-      const row: MerchantRow = { id: newId(), name: trimmed, balance: 0, created_at: now, updated_at: now };
+      const row: MerchantRow = { id: newId(), name: trimmed, balance: 0, mode, created_at: now, updated_at: now };
       await merchantsRepository.insert(trx, row);
       if (openingBalanceMinor > 0) row.balance = await this.#credit(trx, row.id, openingBalanceMinor, 'opening balance');
       const credential = await this.#credentials.issue(row.id, trx);
@@ -79,16 +85,25 @@ export class MerchantsService {
     return {
       merchant,
       ledgerSum: formatMinor(sum),
-      entries: entries.map((e) => ({
-        id: e.id,
-        kind: e.kind,
-        amount: formatMinor(e.amount),
-        amountMinor: e.amount,
-        balanceAfter: formatMinor(e.balance_after),
-        transferId: e.transfer_id,
-        note: e.note,
-        createdAt: iso(e.created_at),
-      })),
+      entries: entries.map(toEntryView),
+    };
+  }
+
+  /** The merchant's balance and its ledger entries, newest first, a page at a time (GET /balance). */
+  async balancePage(
+    merchantId: string,
+    query: { limit?: number; cursor?: string },
+  ): Promise<{ merchant: MerchantView; entries: LedgerEntryView[]; nextCursor?: string }> {
+    const merchant = await this.get(merchantId);
+    const limit = query.limit ?? 50;
+    const before = query.cursor === undefined ? undefined : decodeTimeCursor(query.cursor);
+    const rows = await merchantsRepository.ledgerPage(this.#db, merchantId, before, limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      merchant,
+      entries: page.map(toEntryView),
+      ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}),
     };
   }
 
@@ -123,7 +138,22 @@ export class MerchantsService {
       balance: formatMinor(r.balance),
       balanceMinor: r.balance,
       currency: this.#currency,
+      mode: r.mode,
       createdAt: iso(r.created_at),
     };
   }
+}
+
+function toEntryView(e: LedgerRow): LedgerEntryView {
+  return {
+    id: e.id,
+    kind: e.kind,
+    amount: formatMinor(e.amount),
+    amountMinor: e.amount,
+    balanceAfter: formatMinor(e.balance_after),
+    balanceAfterMinor: e.balance_after,
+    transferId: e.transfer_id,
+    note: e.note,
+    createdAt: iso(e.created_at),
+  };
 }

@@ -47,6 +47,13 @@ export const Product = Type.Object(
       Type.Null(),
     ]),
     name: Type.String({ description: 'Delivery option name' }),
+    fees: Type.Object(
+      {
+        cancellation: { ...Amount, description: 'Kept back from the refund if the merchant cancels after a courier accepted (major units)' },
+        return: { ...Amount, description: 'Kept back from the refund if delivery fails and the parcel is returned (major units)' },
+      },
+      { additionalProperties: false, description: 'Fees frozen with the quote, like its prices' },
+    ),
     common: Type.Object(
       {
         pattern: Type.String(),
@@ -105,6 +112,7 @@ export const QUOTE_EXAMPLE: Quote = {
       status: 'AVAILABLE',
       unavailableReason: null,
       name: 'Standard delivery',
+      fees: { cancellation: '50.00', return: '100.00' },
       common: {
         pattern: 'standard',
         router_id: 'city-standard',
@@ -116,6 +124,7 @@ export const QUOTE_EXAMPLE: Quote = {
       status: 'AVAILABLE',
       unavailableReason: null,
       name: 'Express delivery',
+      fees: { cancellation: '75.00', return: '150.00' },
       common: {
         pattern: 'express',
         router_id: 'city-express',

@@ -4,6 +4,7 @@ import type { DB } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { eventsRepository } from '../events/repository.ts';
 import { type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
 import type { WarehousesService } from '../warehouses/service.ts';
@@ -92,14 +93,23 @@ export class QuotesService {
       distanceMeters: metres,
       expiresAt: iso(row.expires_at),
     };
-    if (!record) {
-      await quotesRepository.insert(this.#db, row);
-      return quote;
-    }
+    // The quote and its quote.created event (sequence 1 of the transfer it announces) commit together.
     return inTransaction(
       this.#db,
       async (trx) => {
         await quotesRepository.insert(trx, row);
+        await eventsRepository.append(trx, {
+          id: row.event_id,
+          merchant_id: merchantId,
+          transfer_id: row.transfer_id,
+          sequence: 1,
+          type: 'quote.created',
+          state: null,
+          actor_type: 'merchant',
+          actor_id: null,
+          data: JSON.stringify({ quoteId: row.id, warehouseId: row.warehouse_id, expiresAt: quote.expiresAt }),
+          occurred_at: now,
+        });
         return quote;
       },
       record,
@@ -107,8 +117,8 @@ export class QuotesService {
   }
 }
 
-/** The product as merchants see it (payableMinor is internal). */
+/** The product as merchants see it (the minor-unit amounts are internal). */
 function publicProduct(p: PricedProduct) {
-  const { payableMinor: _, ...rest } = p;
+  const { payableMinor: _p, cancellationFeeMinor: _c, returnFeeMinor: _r, ...rest } = p;
   return rest;
 }

@@ -43,6 +43,10 @@ export interface PricedProduct {
   unavailableReason: UnavailableReason | null;
   name: string;
   payableMinor: number;
+  /** Frozen with the quote: what a cancellation after assignment, and a return, keep back from the refund. */
+  cancellationFeeMinor: number;
+  returnFeeMinor: number;
+  fees: { cancellation: string; return: string };
   common: { pattern: string; router_id: string; price: PriceBreakdown; tags: string[] };
 }
 
@@ -79,6 +83,9 @@ export function priceProduct(tariff: TariffDocument, product: TariffProduct, inp
     unavailableReason,
     name: product.name,
     payableMinor: Number(payable),
+    cancellationFeeMinor: product.cancellationFee ?? 0,
+    returnFeeMinor: product.returnFee ?? 0,
+    fees: { cancellation: formatMinor(product.cancellationFee ?? 0), return: formatMinor(product.returnFee ?? 0) },
     common: {
       pattern: product.pattern,
       router_id: product.routerId,

@@ -36,6 +36,10 @@ export const TariffProduct = Type.Object(
     serviceFee: Minor('Service fee per delivery'),
     stopFee: Minor('Fee per stop (a delivery has one stop: the destination)'),
     discountPct: Decimal('Discount in percent of the original amount, 0 to 100'),
+    cancellationFee: Type.Optional(
+      Minor('Kept back from the refund when the merchant cancels after a courier was assigned (0 when absent); refunds never go below 0'),
+    ),
+    returnFee: Type.Optional(Minor('Kept back from the refund when a failed delivery is returned to the warehouse (0 when absent)')),
     maxDistanceKm: Type.Integer({ minimum: 1, maximum: 20_000, description: 'Farther destinations make the product UNAVAILABLE' }),
   },
   { additionalProperties: false },

@@ -1,7 +1,24 @@
-import type { Db, TransfersTable } from '../../db/types.ts';
+import type { Transaction } from 'kysely';
+import type { DB, Db, TransferState, TransfersTable } from '../../db/types.ts';
 
 export type TransferRow = TransfersTable;
 
+/** What a transition may change besides the state (which the conditional update itself sets). */
+export type TransitionChanges = Partial<
+  Pick<TransferRow, 'courier_id' | 'courier_name' | 'refunded_amount' | 'cancellation' | 'delivery_failure' | 'next_step_at'>
+> & { updated_at: number };
+
+export interface TransferListFilter {
+  state?: TransferState;
+  warehouseId?: string;
+  createdFrom?: number;
+  createdTo?: number;
+  /** Keyset cursor: rows strictly older than (createdAt, id). */
+  before?: { createdAt: number; id: string };
+  limit: number;
+}
+
+/** Merchant-facing queries are scoped to the merchant; the unscoped ones serve operators and the scheduler. */
 export const transfersRepository = {
   async insert(db: Db, row: TransferRow): Promise<void> {
     await db.insertInto('transfers').values(row).execute();
@@ -9,5 +26,63 @@ export const transfersRepository = {
 
   async find(db: Db, merchantId: string, id: string): Promise<TransferRow | undefined> {
     return db.selectFrom('transfers').selectAll().where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
+  },
+
+  /** Any merchant's transfer: for operators and the scheduler only. */
+  async findAny(db: Db, id: string): Promise<TransferRow | undefined> {
+    return db.selectFrom('transfers').selectAll().where('id', '=', id).executeTakeFirst();
+  },
+
+  /**
+   * The one write of the lifecycle: moves the transfer from `from` to `to` only if it is still in
+   * `from`, and takes the next event sequence in the same statement. Undefined when another change won.
+   */
+  async transition(trx: Transaction<DB>, id: string, from: TransferState, to: TransferState, changes: TransitionChanges): Promise<TransferRow | undefined> {
+    return trx
+      .updateTable('transfers')
+      .set((eb) => ({ ...changes, state: to, last_sequence: eb('last_sequence', '+', 1) }))
+      .where('id', '=', id)
+      .where('state', '=', from)
+      .returningAll()
+      .executeTakeFirst();
+  },
+
+  /** Newest first: (created_at, id) descending, so the keyset cursor is stable. */
+  async list(db: Db, merchantId: string | undefined, f: TransferListFilter): Promise<TransferRow[]> {
+    let q = db.selectFrom('transfers').selectAll();
+    if (merchantId !== undefined) q = q.where('merchant_id', '=', merchantId);
+    if (f.state) q = q.where('state', '=', f.state);
+    if (f.warehouseId) q = q.where('warehouse_id', '=', f.warehouseId);
+    if (f.createdFrom !== undefined) q = q.where('created_at', '>=', f.createdFrom);
+    if (f.createdTo !== undefined) q = q.where('created_at', '<', f.createdTo);
+    const before = f.before;
+    if (before) {
+      q = q.where((eb) => eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]));
+    }
+    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
+  },
+
+  /** Transfers still waiting for a courier that were created before `createdBefore` (the assignment timeout). */
+  async unassignedSince(db: Db, createdBefore: number, limit: number): Promise<Pick<TransferRow, 'id'>[]> {
+    return db
+      .selectFrom('transfers')
+      .select('id')
+      .where('state', '=', 'inProgress')
+      .where('created_at', '<=', createdBefore)
+      .orderBy('created_at')
+      .limit(limit)
+      .execute();
+  },
+
+  /** Sandbox transfers whose simulated courier is due to take its next step. */
+  async sandboxStepsDue(db: Db, now: number, limit: number): Promise<Pick<TransferRow, 'id' | 'state'>[]> {
+    return db
+      .selectFrom('transfers')
+      .select(['id', 'state'])
+      .where('next_step_at', '<=', now)
+      .where('mode', '=', 'sandbox')
+      .orderBy('next_step_at')
+      .limit(limit)
+      .execute();
   },
 };

@@ -1,6 +1,8 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, EXAMPLE_IDS, GeoPoint, MULTI_LINE, Phone, PRODUCT_KEY, Text, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, GeoPoint, MULTI_LINE, Phone, PRODUCT_KEY, StringEnum, Text, Uuid } from '../../http/schemas.ts';
+import { TransferStateSchema } from '../events/schemas.ts';
 import { ParcelSizeSchema } from '../tariffs/schemas.ts';
+import { CANCELLATION_REASONS, DELIVERY_FAILURE_REASONS } from './lifecycle.ts';
 
 export const RecipientInfo = Type.Object(
   {
@@ -32,12 +34,30 @@ export const TransferRequest = Type.Object(
 );
 export type TransferRequest = Static<typeof TransferRequest>;
 
+export const CancellationReasonSchema = StringEnum([...CANCELLATION_REASONS], {
+  description:
+    'CUSTOMER_REQUESTED (the buyer cancelled), ORDER_CHANGED, DUPLICATE (created twice), WRONG_ADDRESS, PARCEL_NOT_READY, DELIVERY_TOO_SLOW, OTHER (say why in comment)',
+});
+
+const Cancellation = Type.Object(
+  {
+    reason: Type.String({
+      description: 'A merchant reason code, NO_COURIER_ASSIGNED (the system, after the assignment timeout) or OPERATOR (support)',
+    }),
+    comment: Type.Optional(Type.String()),
+    actor: StringEnum(['merchant', 'operator', 'system'], { description: 'Who cancelled' }),
+    refundAmount: Type.Number({ description: 'Refunded to the balance, in major units' }),
+    cancelledAt: DateTime(),
+  },
+  { additionalProperties: false, description: 'Present once the transfer is cancelled' },
+);
+
 const FreeObject = (description: string) => Type.Object({}, { additionalProperties: true, description });
 
 export const Transfer = Type.Object(
   {
     id: Uuid('Transfer id (the transfer_id the quote announced)'),
-    state: Type.String({ description: 'inProgress on creation', examples: ['inProgress'] }),
+    state: TransferStateSchema,
     transferCode: Type.String({ description: 'Short human-friendly code, e.g. K7Q2-M9XD' }),
     trackingCode: Type.String({ description: 'Unguessable tracking code' }),
     parcelSize: ParcelSizeSchema,
@@ -63,6 +83,23 @@ export const Transfer = Type.Object(
     matchmakingId: Uuid('The quote this transfer consumed'),
     productKey: Type.String(),
     createdAt: DateTime(),
+    updatedAt: DateTime('Last change of state'),
+    deliveryPin: Type.String({
+      pattern: '^[0-9]{4}$',
+      description: 'Give it to the recipient: the courier needs it to complete the delivery. Couriers never see it.',
+    }),
+    sandbox: Type.Boolean({ description: 'true for a sandbox merchant: play money, a simulated courier' }),
+    refundedAmount: Type.Number({ description: 'Refunded to the balance so far, in major units (0 until a cancellation or return)' }),
+    courier: Type.Optional(
+      Type.Object({ firstName: Type.String() }, { additionalProperties: false, description: 'The assigned courier (first name only), once one accepted' }),
+    ),
+    cancellation: Type.Optional(Cancellation),
+    deliveryFailure: Type.Optional(
+      Type.Object(
+        { reason: Type.String({ description: DELIVERY_FAILURE_REASONS.join(', ') }), comment: Type.Optional(Type.String()) },
+        { additionalProperties: false, description: 'Why the delivery failed (state returning or returned)' },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -103,6 +140,49 @@ export const TRANSFER_EXAMPLE: Transfer = {
   matchmakingId: EXAMPLE_IDS.quote,
   productKey: 'standard',
   createdAt: '2026-11-21T10:05:00.000Z',
+  updatedAt: '2026-11-21T10:05:00.000Z',
+  deliveryPin: '4821',
+  sandbox: false,
+  refundedAmount: 0,
 };
+
+export const CANCELLED_TRANSFER_EXAMPLE: Transfer = {
+  ...TRANSFER_EXAMPLE,
+  state: 'cancelled',
+  updatedAt: '2026-11-21T10:09:00.000Z',
+  refundedAmount: 314.38,
+  cancellation: { reason: 'CUSTOMER_REQUESTED', actor: 'merchant', refundAmount: 314.38, cancelledAt: '2026-11-21T10:09:00.000Z' },
+};
+
+export const CancelRequest = Type.Object(
+  {
+    reason: CancellationReasonSchema,
+    comment: Type.Optional(Type.String({ minLength: 1, maxLength: 500, pattern: MULTI_LINE, description: 'Free text for your records' })),
+  },
+  { additionalProperties: false, examples: [{ reason: 'CUSTOMER_REQUESTED', comment: 'Order 1042 cancelled by the buyer' }] },
+);
+export type CancelRequest = Static<typeof CancelRequest>;
+
+export const AdvanceRequest = Type.Object(
+  {
+    to: TransferStateSchema,
+    reason: Type.Optional(StringEnum([...DELIVERY_FAILURE_REASONS], { description: 'With to=returning: why delivery failed (default RECIPIENT_UNAVAILABLE)' })),
+  },
+  { additionalProperties: false, examples: [{ to: 'courierAssigned' }] },
+);
+export type AdvanceRequest = Static<typeof AdvanceRequest>;
+
+export const TransferListQuery = Type.Object(
+  {
+    state: Type.Optional(TransferStateSchema),
+    warehouseId: Type.Optional(Uuid('Only transfers picked up from this warehouse')),
+    createdFrom: Type.Optional(Type.String({ format: 'date-time', description: 'Created at or after (inclusive)' })),
+    createdTo: Type.Optional(Type.String({ format: 'date-time', description: 'Created before (exclusive)' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, description: 'Page size (default 50)', examples: [50] })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'From the Link rel="next" header of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+export type TransferListQuery = Static<typeof TransferListQuery>;
 
 export const TransferParams = Type.Object({ transferId: Uuid('Transfer id', { examples: [EXAMPLE_IDS.transfer] }) }, { additionalProperties: false });

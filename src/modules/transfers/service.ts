@@ -1,17 +1,30 @@
-import type { Kysely } from 'kysely';
+import { randomInt } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
 import { inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
-import type { DB, Db } from '../../db/types.ts';
+import type { ActorType, DB, Db, MerchantMode, TransferState } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
+import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
-import { minorToNumber } from '../../lib/money.ts';
+import { formatMinor, minorToNumber } from '../../lib/money.ts';
+import { eventsRepository } from '../events/repository.ts';
+import { type Event, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
 import type { PricedProduct } from '../tariffs/pricing.ts';
 import { warehousesRepository } from '../warehouses/repository.ts';
-import { type TransferRow, transfersRepository } from './repository.ts';
-import type { Transfer, TransferRequest } from './schemas.ts';
+import {
+  type DeliveryFailureReason,
+  findTransition,
+  nextStates,
+  OPERATOR_CANCELLATION_REASON,
+  refundAmount,
+  SYSTEM_CANCELLATION_REASON,
+  TERMINAL_STATES,
+} from './lifecycle.ts';
+import { type TransferListFilter, type TransferRow, transfersRepository } from './repository.ts';
+import type { AdvanceRequest, CancelRequest, Transfer, TransferListQuery, TransferRequest } from './schemas.ts';
 
 /** The descriptive part of a transfer, frozen at creation (stored as JSON in transfers.details). */
 type TransferDetails = Pick<
@@ -32,16 +45,65 @@ type TransferDetails = Pick<
   | 'senderInfo'
 >;
 
+interface StoredCancellation {
+  reason: string;
+  comment?: string;
+  actor: ActorType;
+  refundMinor: number;
+  cancelledAt: number;
+}
+
+/** Who asks for a change. A merchant sees only its own transfers; operators and the system see all. */
+export interface Actor {
+  type: ActorType;
+  /** The merchant a merchant actor acts for. */
+  merchantId?: string;
+  /** The courier (accept): its id and the first name merchants see. */
+  courier?: { id: string | null; firstName: string };
+}
+
+export interface TransitionRequest {
+  to: TransferState;
+  actor: Actor;
+  /** A reason code (cancellation or delivery failure) and free text. */
+  reason?: string;
+  comment?: string;
+  /** Only if the transfer is still in this state (the scheduler): otherwise nothing happens and undefined is returned. */
+  onlyFrom?: TransferState;
+  /** When the sandbox's simulated courier steps next (null: stop its automatic steps). Unchanged when absent. */
+  nextStepAt?: number | null;
+  /** Whose moves a refusal lists as allowed (default: the actor's); the sandbox acts as courier and system. */
+  allowedAs?: ActorType[];
+  record?: RecordOutcome<Transfer>;
+}
+
+export interface TransfersOptions {
+  paymentTtlMinutes: number;
+  /** A transfer still without a courier this long after creation is cancelled by the system (full refund). */
+  assignmentTimeoutMinutes: number;
+  /** Seconds between the simulated courier's automatic steps on sandbox transfers; 0: manual only. */
+  sandboxStepSeconds: number;
+  transferCode?: () => string;
+}
+
+export interface TransferPage {
+  items: Transfer[];
+  nextCursor?: string;
+}
+
+/** The simulated courier that drives sandbox transfers. */
+const SANDBOX_COURIER = { id: null, firstName: 'Sandbox' };
+/** The happy path the simulated courier walks on its own. */
+const SANDBOX_AUTO_NEXT: Partial<Record<TransferState, TransferState>> = { inProgress: 'courierAssigned', courierAssigned: 'pickedUp', pickedUp: 'delivered' };
+
 export class TransfersService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
-  readonly #paymentTtlMinutes: number;
-  readonly #transferCode: () => string;
-  constructor(db: Kysely<DB>, clock: Clock, paymentTtlMinutes: number, transferCode: () => string = newTransferCode) {
-    this.#transferCode = transferCode;
+  readonly #opts: Required<TransfersOptions>;
+  constructor(db: Kysely<DB>, clock: Clock, opts: TransfersOptions) {
     this.#db = db;
     this.#clock = clock;
-    this.#paymentTtlMinutes = paymentTtlMinutes;
+    this.#opts = { transferCode: newTransferCode, ...opts };
   }
 
   /**
@@ -79,15 +141,37 @@ export class TransfersService {
         if (warehouse?.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
         const merchant = await merchantsRepository.find(trx, merchantId);
 
-        const transfer = this.#newTransfer(merchantId, merchant?.name ?? '', quote, req, product, now);
+        const transfer = this.#newTransfer(merchantId, merchant?.name ?? '', merchant?.mode ?? 'live', quote, req, product, now);
         await transfersRepository.insert(trx, transfer);
+        await eventsRepository.append(trx, {
+          id: newId(),
+          merchant_id: merchantId,
+          transfer_id: transfer.id,
+          sequence: transfer.last_sequence,
+          type: 'transfer.created',
+          state: 'inProgress',
+          actor_type: 'merchant',
+          actor_id: null,
+          data: JSON.stringify({
+            totalPrice: minorToNumber(transfer.total_amount),
+            currency: transfer.currency,
+            productKey: transfer.product_key,
+            warehouseId: transfer.warehouse_id,
+          }),
+          occurred_at: now,
+        });
 
         // The balance row is the one row all of a merchant's transfers share: lock it last, so it is held
         // for the debit, its ledger entry and the commit only.
         const price = product.payableMinor;
         const balance = await merchantsRepository.adjustBalance(trx, merchantId, -price, now);
         if (balance === undefined) {
-          throw new AppError('INSUFFICIENT_BALANCE', `The balance does not cover ${product.common.price.payable_amount} ${quote.currency}; top up and retry`);
+          const current = merchant?.balance ?? 0;
+          throw new AppError(
+            'INSUFFICIENT_BALANCE',
+            `The balance (${formatMinor(current)} ${quote.currency}) does not cover ${product.common.price.payable_amount} ${quote.currency}; top up and retry`,
+            { extra: { balance: minorToNumber(current), required: minorToNumber(price), currency: quote.currency } },
+          );
         }
         if (price > 0) {
           await merchantsRepository.insertLedgerEntry(trx, {
@@ -116,7 +200,15 @@ export class TransfersService {
     return alreadyUsed(quote.transfer_id); // consumed by a transaction that committed after our statement began
   }
 
-  #newTransfer(merchantId: string, merchantName: string, quote: QuoteRow, req: TransferRequest, product: PricedProduct, now: number): TransferRow {
+  #newTransfer(
+    merchantId: string,
+    merchantName: string,
+    mode: MerchantMode,
+    quote: QuoteRow,
+    req: TransferRequest,
+    product: PricedProduct,
+    now: number,
+  ): TransferRow {
     const request = JSON.parse(quote.request) as StoredRequest;
     const pickup = JSON.parse(quote.pickup) as PickupSnapshot;
     const details: TransferDetails = {
@@ -143,30 +235,248 @@ export class TransfersService {
       product_key: req.productKey,
       state: 'inProgress',
       source: 'API',
-      transfer_code: this.#transferCode(),
+      mode,
+      transfer_code: this.#opts.transferCode(),
       tracking_code: newTrackingCode(),
       total_amount: product.payableMinor,
       currency: quote.currency,
-      payment_ttl_minutes: this.#paymentTtlMinutes,
-      payment_expires_at: now + this.#paymentTtlMinutes * 60_000,
+      payment_ttl_minutes: this.#opts.paymentTtlMinutes,
+      payment_expires_at: now + this.#opts.paymentTtlMinutes * 60_000,
       details: JSON.stringify(details),
+      delivery_pin: String(randomInt(10_000)).padStart(4, '0'),
+      courier_id: null,
+      courier_name: null,
+      // Quotes made before fees existed have none.
+      cancellation_fee: product.cancellationFeeMinor ?? 0,
+      return_fee: product.returnFeeMinor ?? 0,
+      refunded_amount: 0,
+      cancellation: null,
+      delivery_failure: null,
+      last_sequence: 2, // quote.created is 1, transfer.created 2
+      next_step_at: mode === 'sandbox' && this.#opts.sandboxStepSeconds > 0 ? now + this.#opts.sandboxStepSeconds * 1000 : null,
       created_at: now,
       updated_at: now,
     };
   }
 
   async get(merchantId: string, id: string): Promise<Transfer> {
-    const row = await transfersRepository.find(this.#db, merchantId, id);
-    if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
-    return toTransfer(row);
+    return toTransfer(await this.#require(this.#db, merchantId, id));
   }
+
+  /** Any merchant's transfer (operators). */
+  async getAny(id: string): Promise<Transfer & { merchantId: string }> {
+    const row = await transfersRepository.findAny(this.#db, id);
+    if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
+    return { ...toTransfer(row), merchantId: row.merchant_id };
+  }
+
+  async #require(db: Db, merchantId: string, id: string): Promise<TransferRow> {
+    const row = await transfersRepository.find(db, merchantId, id);
+    if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
+    return row;
+  }
+
+  /** The timeline of a transfer, oldest first (merchantId undefined: any merchant's, for operators). */
+  async events(merchantId: string | undefined, id: string): Promise<Event[]> {
+    const row = merchantId === undefined ? await transfersRepository.findAny(this.#db, id) : await transfersRepository.find(this.#db, merchantId, id);
+    if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
+    return (await eventsRepository.forTransfer(this.#db, row.merchant_id, id)).map(toEvent);
+  }
+
+  /** Newest first, filtered; merchantId undefined lists every merchant's (operators). */
+  async list(merchantId: string | undefined, query: TransferListQuery): Promise<TransferPage> {
+    const limit = query.limit ?? 50;
+    const filter: TransferListFilter = {
+      state: query.state,
+      warehouseId: query.warehouseId,
+      createdFrom: query.createdFrom === undefined ? undefined : Date.parse(query.createdFrom),
+      createdTo: query.createdTo === undefined ? undefined : Date.parse(query.createdTo),
+      before: query.cursor === undefined ? undefined : decodeTimeCursor(query.cursor),
+      limit: limit + 1, // one more tells whether a next page exists
+    };
+    const rows = await transfersRepository.list(this.#db, merchantId, filter);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { items: page.map(toTransfer), ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}) };
+  }
+
+  /** The merchant cancels: a full refund before a courier accepted, the price less the cancellation fee after; refused after pickup. */
+  async cancel(merchantId: string, id: string, req: CancelRequest, record?: RecordOutcome<Transfer>): Promise<Transfer> {
+    return this.#applied(
+      await this.transition(id, { to: 'cancelled', actor: { type: 'merchant', merchantId }, reason: req.reason, comment: req.comment, record }),
+    );
+  }
+
+  /** Support cancels any transfer that has not ended, with a full refund; audited as an operator event. */
+  async operatorCancel(id: string, note: string): Promise<Transfer> {
+    return this.#applied(await this.transition(id, { to: 'cancelled', actor: { type: 'operator' }, reason: OPERATOR_CANCELLATION_REASON, comment: note }));
+  }
+
+  /** Support moves a transfer through any allowed transition (as if the courier had), audited as an operator event. */
+  async operatorAdvance(id: string, to: TransferState, note: string): Promise<Transfer> {
+    if (to === 'cancelled') return this.operatorCancel(id, note);
+    const reason = to === 'returning' ? 'OTHER' : undefined;
+    return this.#applied(await this.transition(id, { to, actor: { type: 'operator' }, reason, comment: note }));
+  }
+
+  /**
+   * The sandbox's on-demand courier: any transition the simulated courier could make (release, failed
+   * delivery and return included), or `cancelled` as the system's no-courier timeout. The first manual
+   * step stops the automatic ones for that transfer. 404 for live merchants, as if the route did not exist.
+   */
+  async sandboxAdvance(merchantId: string, id: string, req: AdvanceRequest, record?: RecordOutcome<Transfer>): Promise<Transfer> {
+    const merchant = await merchantsRepository.find(this.#db, merchantId);
+    if (merchant?.mode !== 'sandbox') {
+      throw new AppError('ROUTE_NOT_FOUND', 'POST /sandbox/transfer/{transferId}/advance exists for sandbox merchants only; this merchant is live');
+    }
+    const actor: Actor = req.to === 'cancelled' ? { type: 'system', merchantId } : { type: 'courier', merchantId, courier: SANDBOX_COURIER };
+    const reason = req.to === 'cancelled' ? SYSTEM_CANCELLATION_REASON : req.to === 'returning' ? (req.reason ?? 'RECIPIENT_UNAVAILABLE') : undefined;
+    return this.#applied(await this.transition(id, { to: req.to, actor, reason, nextStepAt: null, allowedAs: ['courier', 'system'], record }));
+  }
+
+  /** Cancels (full refund) transfers that found no courier within the assignment timeout. Returns how many. */
+  async cancelUnassigned(limit = 100): Promise<number> {
+    const cutoff = this.#clock.now() - this.#opts.assignmentTimeoutMinutes * 60_000;
+    let done = 0;
+    for (const { id } of await transfersRepository.unassignedSince(this.#db, cutoff, limit)) {
+      // onlyFrom: another instance, a courier or the merchant may have got there first; then nothing happens.
+      const t = await this.transition(id, { to: 'cancelled', actor: { type: 'system' }, reason: SYSTEM_CANCELLATION_REASON, onlyFrom: 'inProgress' });
+      if (t) done++;
+    }
+    return done;
+  }
+
+  /** The simulated courier's automatic steps on sandbox transfers that are due. Returns how many moved. */
+  async stepSandbox(limit = 100): Promise<number> {
+    const now = this.#clock.now();
+    let done = 0;
+    for (const { id, state } of await transfersRepository.sandboxStepsDue(this.#db, now, limit)) {
+      const to = SANDBOX_AUTO_NEXT[state];
+      if (!to) continue;
+      const nextStepAt = to === 'delivered' ? null : now + this.#opts.sandboxStepSeconds * 1000;
+      const t = await this.transition(id, { to, actor: { type: 'courier', courier: SANDBOX_COURIER }, onlyFrom: state, nextStepAt });
+      if (t) done++;
+    }
+    return done;
+  }
+
+  #applied(t: Transfer | undefined): Transfer {
+    if (!t) throw new Error('transition without onlyFrom returned nothing'); // unreachable: refusals throw
+    return t;
+  }
+
+  /**
+   * The one way a transfer changes state, for every actor: in one transaction, the conditional update
+   * (WHERE state = from), its event with the next gapless sequence, and the refund with its ledger
+   * entry when money moves. A refused change throws (or, with onlyFrom, returns undefined) and writes nothing.
+   */
+  async transition(id: string, req: TransitionRequest): Promise<Transfer | undefined> {
+    const { actor } = req;
+    return inTransaction(
+      this.#db,
+      async (trx) => {
+        // A concurrent change can win between our read and our write; read again and judge the new state.
+        for (let attempt = 1; ; attempt++) {
+          const row = actor.merchantId === undefined ? await transfersRepository.findAny(trx, id) : await transfersRepository.find(trx, actor.merchantId, id);
+          if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
+          if (req.onlyFrom !== undefined && row.state !== req.onlyFrom) return undefined;
+          const rule = findTransition(row.state, req.to, actor.type);
+          if (!rule) throw refusal(row, req.to, actor.type, req.allowedAs ?? [actor.type]);
+
+          const now = this.#clock.now();
+          const refund = refundAmount(rule, actor.type, row.total_amount, { cancellation: row.cancellation_fee, return: row.return_fee });
+          const terminal = TERMINAL_STATES.includes(req.to);
+          const changes = {
+            updated_at: now,
+            refunded_amount: row.refunded_amount + refund,
+            ...(req.to === 'courierAssigned' ? { courier_id: actor.courier?.id ?? null, courier_name: actor.courier?.firstName ?? null } : {}),
+            ...(rule.event === 'transfer.courier_released' ? { courier_id: null, courier_name: null } : {}),
+            ...(req.to === 'cancelled'
+              ? {
+                  cancellation: JSON.stringify({
+                    reason: req.reason ?? 'OTHER',
+                    comment: req.comment,
+                    actor: actor.type,
+                    refundMinor: refund,
+                    cancelledAt: now,
+                  } satisfies StoredCancellation),
+                }
+              : {}),
+            ...(req.to === 'returning' ? { delivery_failure: JSON.stringify({ reason: req.reason ?? 'OTHER', comment: req.comment }) } : {}),
+            ...(terminal ? { next_step_at: null } : req.nextStepAt !== undefined ? { next_step_at: req.nextStepAt } : {}),
+          };
+          const updated = await transfersRepository.transition(trx, id, row.state, req.to, changes);
+          if (!updated) {
+            if (attempt >= 3)
+              throw new AppError('SERVICE_UNAVAILABLE', 'The transfer is changing too often; retry shortly', { headers: { 'retry-after': '1' } });
+            continue;
+          }
+          if (refund > 0) await this.#refund(trx, updated, refund, now);
+          await eventsRepository.append(trx, {
+            id: newId(),
+            merchant_id: updated.merchant_id,
+            transfer_id: id,
+            sequence: updated.last_sequence,
+            type: rule.event,
+            state: req.to,
+            actor_type: actor.type,
+            actor_id: actor.courier?.id ?? null,
+            data: JSON.stringify(eventData(row, updated, req, refund)),
+            occurred_at: now,
+          });
+          return toTransfer(updated);
+        }
+      },
+      req.record && ((trx, t) => (t ? req.record!(trx, t) : Promise.resolve())),
+    );
+  }
+
+  async #refund(trx: Transaction<DB>, t: TransferRow, amount: number, now: number): Promise<void> {
+    const balance = await merchantsRepository.adjustBalance(trx, t.merchant_id, amount, now);
+    // Only the 2^53 - 1 cap can refuse a credit, and a refund never exceeds what was charged from that balance.
+    if (balance === undefined) throw new Error(`refund of ${amount} for transfer ${t.id} refused by the balance bounds`);
+    await merchantsRepository.insertLedgerEntry(trx, {
+      id: newId(),
+      merchant_id: t.merchant_id,
+      kind: 'REFUND',
+      amount,
+      balance_after: balance,
+      transfer_id: t.id,
+      note: null,
+      created_at: now,
+    });
+  }
+}
+
+/** The 409 for a move the lifecycle does not allow from the current state (it names the state). */
+function refusal(row: TransferRow, to: TransferState, actor: ActorType, allowedAs: ActorType[]): AppError {
+  if (to === 'cancelled' && actor === 'merchant') {
+    const why = row.state === 'cancelled' ? 'is already cancelled' : `is ${row.state}: it can be cancelled only before pickup`;
+    return new AppError('TRANSFER_NOT_CANCELLABLE', `Transfer ${row.id} ${why}`, { extra: { state: row.state } });
+  }
+  const allowed = nextStates(row.state, allowedAs);
+  const where = allowed.length ? `from there it can move to: ${allowed.join(', ')}` : 'it cannot move from there';
+  return new AppError('TRANSITION_NOT_ALLOWED', `Transfer ${row.id} is ${row.state}; ${where}`, { extra: { state: row.state, allowed } });
+}
+
+function eventData(before: TransferRow, after: TransferRow, req: TransitionRequest, refund: number): Record<string, unknown> {
+  const data: Record<string, unknown> = { previousState: before.state };
+  if (req.to === 'courierAssigned' && after.courier_name) data.courier = { firstName: after.courier_name };
+  if (req.reason !== undefined) data.reason = req.reason;
+  if (req.comment !== undefined) data.comment = req.comment;
+  if (req.to === 'cancelled' || req.to === 'returned') {
+    data.refundAmount = minorToNumber(refund);
+    data.currency = after.currency;
+  }
+  if (req.to === 'returned') data.returnFee = minorToNumber(Math.min(after.return_fee, after.total_amount));
+  return data;
 }
 
 function alreadyUsed(transferId: string): AppError {
   return new AppError('QUOTE_ALREADY_USED', `The quote was already used by transfer ${transferId}`, { extra: { transferId } });
 }
 
-function toTransfer(row: TransferRow): Transfer {
+export function toTransfer(row: TransferRow): Transfer {
   const d = JSON.parse(row.details) as TransferDetails;
   return {
     id: row.id,
@@ -196,5 +506,22 @@ function toTransfer(row: TransferRow): Transfer {
     matchmakingId: row.quote_id,
     productKey: row.product_key,
     createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+    deliveryPin: row.delivery_pin,
+    sandbox: row.mode === 'sandbox',
+    refundedAmount: minorToNumber(row.refunded_amount),
+    ...(row.courier_name ? { courier: { firstName: row.courier_name } } : {}),
+    ...(row.cancellation ? { cancellation: toCancellation(JSON.parse(row.cancellation)) } : {}),
+    ...(row.delivery_failure ? { deliveryFailure: JSON.parse(row.delivery_failure) as { reason: DeliveryFailureReason; comment?: string } } : {}),
+  };
+}
+
+function toCancellation(c: StoredCancellation): NonNullable<Transfer['cancellation']> {
+  return {
+    reason: c.reason,
+    ...(c.comment !== undefined ? { comment: c.comment } : {}),
+    actor: c.actor as 'merchant' | 'operator' | 'system',
+    refundAmount: minorToNumber(c.refundMinor),
+    cancelledAt: iso(c.cancelledAt),
   };
 }

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { recordOutcome } from '../../http/protected.ts';
-import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json } from '../../http/schemas.ts';
+import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json, nextLink } from '../../http/schemas.ts';
 import { WAREHOUSE_EXAMPLE, Warehouse, WarehouseInput, WarehouseListQuery, WarehouseParams } from './schemas.ts';
 
 export async function warehouseRoutes(fastify: FastifyInstance): Promise<void> {
@@ -42,13 +42,7 @@ export async function warehouseRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const page = await app.services.warehouses.list(request.principal.merchantId, request.query);
-      if (page.nextCursor) {
-        const next = new URLSearchParams();
-        if (request.query.status) next.set('status', request.query.status);
-        if (request.query.limit) next.set('limit', String(request.query.limit));
-        next.set('cursor', page.nextCursor);
-        reply.header('link', `</warehouses?${next}>; rel="next"`);
-      }
+      if (page.nextCursor) reply.header('link', nextLink('/warehouses', request.query, page.nextCursor));
       return page.items;
     },
   );

@@ -1,0 +1,18 @@
+import type { Config } from '../config.ts';
+import type { Services } from '../services.ts';
+import { type Logger, startScheduler } from './scheduler.ts';
+
+export interface Background {
+  stop(): Promise<void>;
+}
+
+/** Everything that runs beside the HTTP API: `mds serve` embeds it (unless switched off), `mds worker` runs it alone. */
+export function startBackground(services: Services, config: Config, log: Logger): Background {
+  const scheduler = startScheduler({ transfers: services.transfers, intervalMs: config.schedulerIntervalMs, log });
+  log.info({ intervalMs: config.schedulerIntervalMs }, 'scheduler started');
+  return {
+    async stop() {
+      await scheduler.stop();
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { type Static, Type } from 'typebox';
+import { TRANSFER_STATES } from '../../db/types.ts';
+import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../http/schemas.ts';
+import { EVENT_TYPES } from '../transfers/lifecycle.ts';
+
+export const TransferStateSchema = StringEnum([...TRANSFER_STATES], {
+  description:
+    'inProgress (paid, waiting for a courier), courierAssigned, pickedUp, delivered (terminal), returning (delivery failed, on the way back), returned (terminal), cancelled (terminal)',
+});
+
+export const Event = Type.Object(
+  {
+    id: Uuid("Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id"),
+    type: StringEnum(EVENT_TYPES, { description: 'What happened' }),
+    transferId: Uuid('The transfer (for quote.created: the transfer_id the quote announced)'),
+    sequence: Type.Integer({ minimum: 1, description: 'Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it.' }),
+    position: Type.Integer({ minimum: 1, description: 'Global position across all events (ascending in the order they were written)' }),
+    state: Type.Union([TransferStateSchema, Type.Null()], { description: 'The transfer state after the event (null for quote.created)' }),
+    occurredAt: DateTime(),
+    actor: Type.Object(
+      { type: StringEnum(['merchant', 'courier', 'operator', 'system'], { description: 'Who made the change' }) },
+      { additionalProperties: false },
+    ),
+    data: Type.Object({}, { additionalProperties: true, description: 'Details of the event; previousState on every state change' }),
+  },
+  { additionalProperties: false },
+);
+export type Event = Static<typeof Event>;
+
+export const EVENT_EXAMPLES: Event[] = [
+  {
+    id: EXAMPLE_IDS.event,
+    type: 'quote.created',
+    transferId: EXAMPLE_IDS.transfer,
+    sequence: 1,
+    position: 41,
+    state: null,
+    occurredAt: '2026-11-21T10:00:00.000Z',
+    actor: { type: 'merchant' },
+    data: { quoteId: EXAMPLE_IDS.quote, warehouseId: EXAMPLE_IDS.warehouse, expiresAt: '2026-11-21T10:15:00.000Z' },
+  },
+  {
+    id: '01a2005a-1c4f-7b5d-8e3f-6c7d8e9fa0b1',
+    type: 'transfer.created',
+    transferId: EXAMPLE_IDS.transfer,
+    sequence: 2,
+    position: 42,
+    state: 'inProgress',
+    occurredAt: '2026-11-21T10:05:00.000Z',
+    actor: { type: 'merchant' },
+    data: { totalPrice: 314.38, currency: 'RUB', productKey: 'standard', warehouseId: EXAMPLE_IDS.warehouse },
+  },
+  {
+    id: '01a2005b-2d5a-7c6e-9f4a-7d8e9fa0b1c2',
+    type: 'transfer.cancelled',
+    transferId: EXAMPLE_IDS.transfer,
+    sequence: 3,
+    position: 57,
+    state: 'cancelled',
+    occurredAt: '2026-11-21T10:09:00.000Z',
+    actor: { type: 'merchant' },
+    data: { previousState: 'inProgress', reason: 'CUSTOMER_REQUESTED', refundAmount: 314.38, currency: 'RUB' },
+  },
+];
+
+export function toEvent(row: {
+  id: string;
+  type: string;
+  transfer_id: string;
+  sequence: number;
+  position: number;
+  state: string | null;
+  occurred_at: number;
+  actor_type: string;
+  data: string;
+}): Event {
+  return {
+    id: row.id,
+    type: row.type as Event['type'],
+    transferId: row.transfer_id,
+    sequence: Number(row.sequence),
+    position: Number(row.position),
+    state: row.state as Event['state'],
+    occurredAt: new Date(Number(row.occurred_at)).toISOString(),
+    actor: { type: row.actor_type as Event['actor']['type'] },
+    data: JSON.parse(row.data),
+  };
+}
