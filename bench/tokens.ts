@@ -59,7 +59,7 @@ export async function benchTokens(opts: { msPerCase?: number; rounds?: number } 
   const rounds = opts.rounds ?? 3;
   const key = { kid: 'bench', secret: randomBytes(32) };
   const signer = new TokenSigner([key], systemClock, 3600);
-  const token = await signer.sign({ merchantId: newId(), clientId: 'cli_0123456789abcdef01234567' });
+  const token = await signer.sign({ actor: 'merchant', subject: newId(), clientId: 'cli_0123456789abcdef01234567' });
   const check = await signer.verify(token);
   if (!check.ok) throw new Error('benchmark token does not verify');
 
@@ -87,7 +87,7 @@ export async function benchTokens(opts: { msPerCase?: number; rounds?: number } 
     {
       name: 'TokenSigner.sign (jose SignJWT)',
       what: 'once per POST /auth/token, not per request',
-      run: () => signer.sign({ merchantId: 'm', clientId: 'c' }),
+      run: () => signer.sign({ actor: 'merchant', subject: 'm', clientId: 'c' }),
     },
     {
       name: 'SHA-256 of an opaque token',

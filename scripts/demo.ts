@@ -1,6 +1,7 @@
 // `npm run demo`: the whole merchant flow against a real server, on a throw-away SQLite database.
 // Starts `mds serve` as a child process, creates a merchant with the operator CLI, then walks
-// token -> warehouse -> options -> transfer -> lookup over HTTP and prints every exchange.
+// token -> warehouse -> options -> transfer -> lookup over HTTP, a courier takes the delivery from
+// accept to delivery, a second delivery is cancelled and refunded, and prints every exchange.
 // Secrets and tokens are masked in everything printed. Exits non-zero if any step fails.
 import { type ChildProcess, execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -12,7 +13,7 @@ import { formatMinor } from '../src/lib/money.ts';
 import { freePort, MDS_BIN, type ServerChild, ServerStartError, startServer, stopChild } from './lib/server-process.ts';
 
 const OPENING_BALANCE = '5000';
-const TOTAL_STEPS = 9;
+const TOTAL_STEPS = 16;
 
 const bold = (s: string) => styleText('bold', s);
 const dim = (s: string) => styleText('dim', s);
@@ -224,7 +225,7 @@ async function demo(tmp: string): Promise<void> {
     recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
   };
   const created201 = await call(base, 'POST', '/transfer', { token, headers: { 'idempotency-key': idempotencyKey }, body: transferBody, expect: 201 });
-  const transfer = created201.body as { id: string; totalPrice: number };
+  const transfer = created201.body as { id: string; totalPrice: number; transferCode: string; deliveryPin: string };
   const sameAs = { what: 'the POST /transfer response above', body: created201.body };
   print();
   print(dim('  A network hiccup? Retrying with the same Idempotency-Key replays the answer and charges nothing more:'));
@@ -235,15 +236,79 @@ async function demo(tmp: string): Promise<void> {
   step('Look the transfer up', 'Every field of the creation response, for the merchant that created it.');
   await call(base, 'GET', `/transfer/${transfer.id}`, { token, expect: 200, sameAs });
 
-  step('Check the balance (operator CLI)', 'Every balance change is a ledger entry: the opening top-up and exactly one charge.');
+  step('Create a courier (operator CLI)', 'Couriers are the second kind of actor, with client credentials of their own.');
+  const courier = JSON.parse(await cli(['couriers', 'create', '--name', 'Ivan Petrov', '--phone', '+7 900 111-22-33', '--json'], env)) as {
+    clientId: string;
+    clientSecret: string;
+  };
+  secret(courier.clientSecret);
+  print(indent(pretty(courier)));
+
+  step(
+    'The courier gets a token and goes online near the warehouse',
+    "The same token endpoint; the token says it is a courier's, so merchant routes refuse it (403 WRONG_ACTOR).",
+  );
+  const courierToken = (
+    await call(base, 'POST', '/auth/token', {
+      body: { grant_type: 'client_credentials', client_id: courier.clientId, client_secret: courier.clientSecret },
+      expect: 200,
+    })
+  ).body.access_token as string;
+  await call(base, 'PUT', '/courier/status', { token: courierToken, body: { online: true, lat: 55.7601, lng: 37.6187 }, expect: 200 });
+
+  step(
+    'The courier looks for jobs nearby and accepts this one',
+    'Open jobs show where to collect, the destination area and the payout; nothing about the recipient. Exactly one courier wins a job.',
+  );
+  const jobs = (await call(base, 'GET', '/courier/jobs?radiusKm=5', { token: courierToken, expect: 200 })).body as Array<{ transferId: string }>;
+  if (!jobs.some((j) => j.transferId === transfer.id)) throw new StepFailed('the paid transfer is not among the open jobs');
+  await call(base, 'POST', `/courier/jobs/${transfer.id}/accept`, { token: courierToken, expect: 200 });
+
+  step('Pickup: the warehouse shows the transferCode', 'The courier enters the code shown at the warehouse; a wrong one counts, five lock the job.');
+  await call(base, 'POST', `/courier/jobs/${transfer.id}/pickup`, { token: courierToken, body: { transferCode: transfer.transferCode }, expect: 200 });
+
+  step('Delivery: the recipient gives the deliveryPin', 'The merchant passed the PIN to the recipient; couriers never see it.');
+  await call(base, 'POST', `/courier/jobs/${transfer.id}/deliver`, { token: courierToken, body: { deliveryPin: transfer.deliveryPin }, expect: 200 });
+
+  step("The merchant follows the delivery's timeline", 'Every change is an event with a gapless sequence; webhooks deliver the same events.');
+  const events = (await call(base, 'GET', `/transfer/${transfer.id}/events`, { token, expect: 200 })).body as Array<{ type: string }>;
+  if (events.at(-1)?.type !== 'transfer.delivered') throw new StepFailed('the timeline does not end with transfer.delivered');
+
+  step(
+    'Cancel another delivery before pickup and get the money back',
+    'No courier has accepted it yet, so the whole price is refunded, in the same transaction.',
+  );
+  const second = (
+    await call(base, 'POST', '/options', {
+      token,
+      body: {
+        warehouseId: warehouse.id,
+        destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24, Moscow', city: 'Moscow' },
+        parcelSize: 'SMALL',
+        deliveryType: 'DOOR_TO_DOOR',
+      },
+      expect: 201,
+    })
+  ).body as { id: string };
+  const toCancel = (await call(base, 'POST', '/transfer', { token, body: { ...transferBody, matchmakingId: second.id }, expect: 201 })).body as { id: string };
+  await call(base, 'POST', `/transfer/${toCancel.id}/cancel`, { token, body: { reason: 'CUSTOMER_REQUESTED' }, expect: 200 });
+
+  step('The balance and its ledger (merchant API)', 'Top-up, two charges and one refund: the balance is always the sum of its ledger.');
+  await call(base, 'GET', '/balance', { token, expect: 200 });
+
+  step('Check the balance (operator CLI)', 'The operator sees the same ledger.');
   const shown = await cli(['balance', 'show', '--merchant', merchantId], env);
   print(indent(shown.trimEnd()));
   const expected = formatMinor(Number(OPENING_BALANCE) * 100 - Math.round(transfer.totalPrice * 100));
-  if (!shown.includes(`balance ${expected} `)) throw new StepFailed(`expected the balance to be ${expected} after one charge`);
+  if (!shown.includes(`balance ${expected} `)) throw new StepFailed(`expected the balance to be ${expected}: one delivery paid, one refunded`);
 
   print();
   print(
-    green(bold(`Done: ${OPENING_BALANCE}.00 - ${transfer.totalPrice.toFixed(2)} = ${expected} ${created.merchant.currency}. Every step answered as expected.`)),
+    green(
+      bold(
+        `Done: ${OPENING_BALANCE}.00 - ${transfer.totalPrice.toFixed(2)} (delivered) = ${expected} ${created.merchant.currency}. Every step answered as expected.`,
+      ),
+    ),
   );
 }
 

@@ -6,12 +6,13 @@ import { clientError, frameworkError, registerErrorHandling } from './http/error
 import './http/fastify-types.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { REDACT_PATHS, refuseUnreadableBody, requestId, serializeRequest, trustHops } from './http/plumbing.ts';
-import { protect } from './http/protected.ts';
+import { protect, protectCourier } from './http/protected.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { Clock } from './lib/clock.ts';
 import { systemClock } from './lib/clock.ts';
 import { discoveryRoutes } from './modules/auth/discovery.ts';
 import { authRoutes } from './modules/auth/routes.ts';
+import { courierRoutes } from './modules/couriers/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { balanceRoutes } from './modules/merchants/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
@@ -74,6 +75,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await api.register(quoteRoutes);
     await api.register(transferRoutes);
     await api.register(balanceRoutes);
+  });
+  await app.register(async (courierApi) => {
+    protectCourier(courierApi);
+    await courierApi.register(courierRoutes);
   });
   return app;
 }

@@ -34,6 +34,8 @@ export interface Config {
   assignmentTimeoutMinutes: number;
   /** Seconds between the sandbox's simulated courier's automatic steps; 0: manual steps only. */
   sandboxStepSeconds: number;
+  /** How many active jobs (accepted, not ended) one courier may hold. */
+  maxJobsPerCourier: number;
   /** Whether this instance runs the scheduler (assignment timeouts, sandbox steps). */
   schedulerEnabled: boolean;
   schedulerIntervalMs: number;
@@ -148,6 +150,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy ?? false,
     assignmentTimeoutMinutes: int('ASSIGNMENT_TIMEOUT_MINUTES', 60, 1, 10_080),
     sandboxStepSeconds: int('SANDBOX_STEP_SECONDS', 10, 0, 86_400),
+    maxJobsPerCourier: int('MAX_JOBS_PER_COURIER', 1, 1, 100),
     schedulerEnabled: bool('SCHEDULER_ENABLED', true),
     schedulerIntervalMs: int('SCHEDULER_INTERVAL_SECONDS', 5, 1, 3600) * 1000,
     publicBaseUrl,

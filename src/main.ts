@@ -26,6 +26,11 @@ Usage: mds <command> [options]          (every command takes --json for machine-
   credentials delete CLIENT_ID                  delete: its tokens fail with CREDENTIALS_NOT_FOUND
   balance top-up --merchant ID --amount AMOUNT [--note TEXT]
   balance show --merchant ID                    balance and ledger entries
+  couriers create --name NAME --phone PHONE     a courier account and its client credentials (secret shown once)
+  couriers list
+  couriers disable COURIER_ID                   its tokens then fail with CREDENTIALS_REVOKED
+  couriers enable COURIER_ID
+  couriers unlock TRANSFER_ID                   clear a job locked after 5 wrong codes
   transfers list [--merchant ID] [--state STATE] [--limit N]
                                                 newest first, every merchant's unless --merchant
   transfers show TRANSFER_ID                    the transfer as its merchant sees it
@@ -100,13 +105,14 @@ function parse(argv: string[]) {
       to: { type: 'string' },
       reason: { type: 'string' },
       limit: { type: 'string' },
+      phone: { type: 'string' },
     },
   });
 }
 
 type Values = ReturnType<typeof parse>['values'];
 
-function need(values: Values, name: 'name' | 'merchant' | 'amount' | 'reason' | 'to'): string {
+function need(values: Values, name: 'name' | 'merchant' | 'amount' | 'reason' | 'to' | 'phone'): string {
   const v = values[name];
   if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required`);
   return v.trim();
@@ -259,6 +265,52 @@ async function run(positionals: string[], values: Values, out: Out): Promise<num
             `${e.createdAt}  ${e.kind.padEnd(7)} ${e.amount.padStart(12)}  -> ${e.balanceAfter.padStart(12)}${e.transferId ? `  transfer ${e.transferId}` : ''}${e.note ? `  (${e.note})` : ''}`,
         );
         out.print([`${l.merchant.name}: balance ${l.merchant.balance} ${l.merchant.currency}`, ...lines].join('\n'), l);
+        return 0;
+      });
+    }
+    case 'couriers create': {
+      const name = need(values, 'name');
+      const phone = need(values, 'phone');
+      return withServices(config, async (s) => {
+        const { courier, clientId, clientSecret } = await s.couriers.create(name, phone);
+        out.print(
+          [
+            `Courier created: ${courier.name}`,
+            `  courier id:     ${courier.id}`,
+            `  client id:      ${clientId}`,
+            `  client secret:  ${clientSecret}`,
+            '',
+            "The client secret is shown only this once: put it in the courier's app settings.",
+          ].join('\n'),
+          { courier, clientId, clientSecret },
+        );
+        return 0;
+      });
+    }
+    case 'couriers list':
+      return withServices(config, async (s) => {
+        const couriers = await s.couriers.list();
+        out.print(
+          couriers.map((c) => `${c.id}  ${c.status.padEnd(8)} ${c.online ? 'online ' : 'offline'}  ${c.clientId}  ${c.name} (${c.phone})`).join('\n') ||
+            'No couriers',
+          { couriers },
+        );
+        return 0;
+      });
+    case 'couriers disable':
+    case 'couriers enable': {
+      const id = onePositional(positionals, 'COURIER_ID');
+      return withServices(config, async (s) => {
+        const c = await s.couriers.setStatus(id, action === 'disable' ? 'DISABLED' : 'ACTIVE');
+        out.print(`Courier ${c.id} is ${c.status}`, { courier: c });
+        return 0;
+      });
+    }
+    case 'couriers unlock': {
+      const id = onePositional(positionals, 'TRANSFER_ID');
+      return withServices(config, async (s) => {
+        await s.couriers.unlock(id);
+        out.print(`Transfer ${id} unlocked: the courier has 5 attempts again`, { transferId: id, unlocked: true });
         return 0;
       });
     }

@@ -5,6 +5,7 @@ import { AuthService } from './modules/auth/auth-service.ts';
 import { CredentialsService } from './modules/auth/credentials-service.ts';
 import { FailureLimiter } from './modules/auth/rate-limit.ts';
 import { TokenSigner } from './modules/auth/tokens.ts';
+import { CouriersService } from './modules/couriers/service.ts';
 import { IdempotencyService } from './modules/idempotency/service.ts';
 import { MerchantsService } from './modules/merchants/service.ts';
 import { QuotesService } from './modules/quotes/service.ts';
@@ -21,6 +22,7 @@ export interface Services {
   tariffs: TariffsService;
   quotes: QuotesService;
   transfers: TransfersService;
+  couriers: CouriersService;
 }
 
 export interface ServiceDeps {
@@ -45,6 +47,11 @@ export function createServices({ config, database, clock, signingKeys }: Service
   const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId));
   const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
   const tariffs = new TariffsService(db, clock);
+  const transfers = new TransfersService(db, clock, {
+    paymentTtlMinutes: config.paymentTtlMinutes,
+    assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
+    sandboxStepSeconds: config.sandboxStepSeconds,
+  });
   return {
     auth,
     credentials,
@@ -53,10 +60,13 @@ export function createServices({ config, database, clock, signingKeys }: Service
     idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours),
     tariffs,
     quotes: new QuotesService({ db, clock, tariffs, warehouses, ttlSeconds: config.quoteTtlSeconds, currency: config.currency }),
-    transfers: new TransfersService(db, clock, {
-      paymentTtlMinutes: config.paymentTtlMinutes,
-      assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
-      sandboxStepSeconds: config.sandboxStepSeconds,
+    transfers,
+    couriers: new CouriersService({
+      db,
+      clock,
+      transfers,
+      maxJobsPerCourier: config.maxJobsPerCourier,
+      onCredentialChange: (clientId) => auth.forget(clientId),
     }),
   };
 }

@@ -1,35 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
-import { describeEachStore, type Merchant, TEST_SIGNING_KEYS, type TestApp, warehouseBody } from './helpers/app.ts';
+import { describeEachStore, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
+import { BIN, type CliResult, mds, run } from './helpers/cli.ts';
 import { paidTransfer, setup, WAREHOUSE_META } from './helpers/flow.ts';
 import { withSchemaLock } from './helpers/stores.ts';
-
-const run = promisify(execFile);
-const BIN = new URL('../bin/mds.js', import.meta.url).pathname;
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real `mds` binary against the test app's database. */
-async function mds(t: TestApp, ...args: string[]): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
-      env: { ...process.env, ...t.store.env, TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS, LOG_LEVEL: 'silent' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 const getTransfer = async (t: TestApp, m: Merchant, id: string) => (await t.as(m, { method: 'GET', url: `/transfer/${id}` })).json();
 
@@ -55,7 +32,7 @@ describeEachStore(
       assert.match(created.clientSecret, /^sk_[\w-]{43}$/);
       assert.equal(created.merchant.name, 'Json Shop');
       assert.equal(created.merchant.balance, '0.00');
-      const token = await t.token({ merchantId: created.merchant.id, clientId: created.clientId, clientSecret: created.clientSecret });
+      const token = await t.token({ clientId: created.clientId, clientSecret: created.clientSecret });
       assert.equal((await t.as(token, { method: 'GET', url: '/warehouses' })).statusCode, 200);
 
       const list = json(await mds(t, 'merchants', 'list', '--json'));

@@ -26,12 +26,14 @@ function runDemo(): Promise<{ code: number | null; output: string }> {
   });
 }
 
-test('npm run demo walks the whole merchant flow over HTTP and never prints a secret', async () => {
+test('npm run demo walks the merchant and courier flow over HTTP, from quote to delivery and a refunded cancel, and never prints a secret', async () => {
   const { code, output } = await runDemo();
   assert.equal(code, 0, output);
 
   // Every request line is followed by its response status line.
-  const exchanges = [...output.matchAll(/^→ (GET|POST) (\S+)\n[\s\S]*?^← (\d{3}) /gm)].map((m) => `${m[1]} ${m[2].replace(/[0-9a-f-]{36}/, '{id}')} ${m[3]}`);
+  const exchanges = [...output.matchAll(/^→ (GET|POST|PUT) (\S+)\n[\s\S]*?^← (\d{3}) /gm)].map(
+    (m) => `${m[1]} ${m[2].replace(/[0-9a-f-]{36}/, '{id}')} ${m[3]}`,
+  );
   assert.deepEqual(exchanges, [
     'POST /auth/token 200',
     'POST /warehouses 201',
@@ -40,12 +42,26 @@ test('npm run demo walks the whole merchant flow over HTTP and never prints a se
     'POST /transfer 201',
     'POST /transfer 201', // the retry with the same Idempotency-Key
     'GET /transfer/{id} 200',
+    'POST /auth/token 200',
+    'PUT /courier/status 200',
+    'GET /courier/jobs?radiusKm=5 200',
+    'POST /courier/jobs/{id}/accept 200',
+    'POST /courier/jobs/{id}/pickup 200',
+    'POST /courier/jobs/{id}/deliver 200',
+    'GET /transfer/{id}/events 200',
+    'POST /options 201',
+    'POST /transfer 201',
+    'POST /transfer/{id}/cancel 200',
+    'GET /balance 200',
   ]);
-  for (let i = 1; i <= 9; i++) assert.match(output, new RegExp(`^Step ${i}/9: `, 'm'));
+  for (let i = 1; i <= 16; i++) assert.match(output, new RegExp(`^Step ${i}/16: `, 'm'));
+  assert.match(output, /^\$ mds couriers create --name "Ivan Petrov" --phone "\+7 900 111-22-33" --json$/m);
   assert.match(output, /^\$ mds merchants create --name "Demo shop" --balance 5000 --json$/m);
   assert.match(output, /^\$ mds balance show --merchant [0-9a-f-]{36}$/m);
   assert.match(output, /idempotent-replayed: true/);
-  assert.match(output, /^Done: 5000\.00 - /m);
+  assert.match(output, /^Done: 5000\.00 - \d+\.\d{2} \(delivered\) = /m);
+  assert.match(output, /"type": "transfer\.delivered"/);
+  assert.match(output, /REFUND/);
 
   // Masked: a prefix and an ellipsis, never the whole value.
   assert.match(output, /"clientSecret": "sk_[\w-]{3}…"/);

@@ -27,6 +27,17 @@ const EXPECTED_OPERATIONS = [
   'POST /transfer/{transferId}/cancel',
   'POST /sandbox/transfer/{transferId}/advance',
   'GET /balance',
+  'GET /courier/status',
+  'PUT /courier/status',
+  'POST /courier/location',
+  'GET /courier/jobs',
+  'GET /courier/jobs/current',
+  'POST /courier/jobs/{transferId}/accept',
+  'POST /courier/jobs/{transferId}/release',
+  'POST /courier/jobs/{transferId}/pickup',
+  'POST /courier/jobs/{transferId}/deliver',
+  'POST /courier/jobs/{transferId}/fail',
+  'POST /courier/jobs/{transferId}/return',
 ];
 
 describe('the committed OpenAPI document (openapi.json)', () => {
@@ -67,8 +78,9 @@ describe('the committed OpenAPI document (openapi.json)', () => {
       for (const requirement of security)
         for (const scheme of Object.keys(requirement)) assert.ok(schemes.includes(scheme), `${name}: unknown scheme ${scheme}`);
       const publicOperation = security.length === 0 || security.some((r) => Object.keys(r).length === 0);
-      const bearer = security.some((r) => 'bearerAuth' in r);
-      if (!publicOperation) assert.ok(bearer, `${name}: a protected operation needs bearerAuth`);
+      const bearer = security.some((r) => 'bearerAuth' in r || 'courierAuth' in r);
+      if (!publicOperation) assert.ok(bearer, `${name}: a protected operation needs bearerAuth (merchants) or courierAuth (couriers)`);
+      if (path.startsWith('/courier/')) assert.deepEqual(security, [{ courierAuth: [] }], `${name}: courier routes take courier tokens only`);
       if (bearer) assert.ok(operation.responses['401'], `${name}: a bearer-protected operation documents 401`);
     }
   });
@@ -101,6 +113,10 @@ describe('the committed OpenAPI document (openapi.json)', () => {
       assert.ok(statuses.includes('500'), `${name}: 500 INTERNAL_ERROR is not documented`);
       for (const [status, response] of Object.entries(operation.responses)) {
         const content = (response as { content?: Record<string, Media> }).content ?? {};
+        if (status === '204') {
+          assert.deepEqual(content, {}, `${name} 204 has no body`);
+          continue;
+        }
         assert.ok(Object.keys(content).length > 0, `${name} ${status}: no content`);
         for (const [type, media] of Object.entries(content)) {
           if (status.startsWith('2')) {

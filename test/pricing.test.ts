@@ -71,6 +71,7 @@ describe('pricing with the default tariff (hand-computed)', () => {
       payableMinor: 48800,
       cancellationFeeMinor: 5000,
       returnFeeMinor: 10000,
+      courierFeeMinor: 44900,
       fees: { cancellation: '50.00', return: '100.00' },
       common: {
         pattern: 'standard',

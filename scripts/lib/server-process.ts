@@ -25,6 +25,10 @@ export interface ServerOptions {
   logChars?: number;
   /** Every line of output, as it arrives. */
   onLine?: (line: string, stream: 'stdout' | 'stderr') => void;
+  /** The mds command and its arguments; default ['serve']. */
+  args?: string[];
+  /** The log line that means ready (its first group, if any, is what `ready` resolves with); default the server's "ready: URL". */
+  readyLine?: RegExp;
 }
 
 export interface ServerChild {
@@ -77,10 +81,10 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs = 10_
   clearTimeout(timer);
 }
 
-/** Starts `node bin/mds.js serve`; await `ready` for its URL. */
+/** Starts `node bin/mds.js serve` (or opts.args); await `ready` for its URL. */
 export function startServer(opts: ServerOptions): ServerChild {
   const { env } = opts;
-  const child = spawn(process.execPath, [MDS_BIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MDS_BIN, ...(opts.args ?? ['serve'])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   const exited = new Promise<Exit>((resolve) => {
     child.once('exit', (code, signal) => {
@@ -133,8 +137,8 @@ export function startServer(opts: ServerOptions): ServerChild {
     };
     if (['trace', 'debug', 'info'].includes(level)) {
       onReadyLine = (line) => {
-        const m = /"msg":"ready: (http:\/\/[^\s"]+)/.exec(line);
-        if (m) done(m[1]);
+        const m = (opts.readyLine ?? /"msg":"ready: (http:\/\/[^\s"]+)/).exec(line);
+        if (m) done(m[1] ?? '');
       };
     } else if (env.PORT === '0') {
       settled();

@@ -100,6 +100,30 @@ export interface TransfersTable {
   delivery_failure: string | null; // JSON: { reason, comment }
   last_sequence: number;
   next_step_at: number | null;
+  pickup_lat: number;
+  pickup_lng: number;
+  /** What the courier earns: the courier fee of the quoted product. */
+  courier_payout: number;
+  code_attempts: number;
+  /** 1 after 5 wrong codes: the courier can do nothing more with the job until an operator unlocks it. */
+  locked: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface CouriersTable {
+  id: string;
+  name: string;
+  phone: string;
+  /** Client credentials for POST /auth/token (one set per courier; the secret stored as SHA-256). */
+  client_id: string;
+  secret_hash: string;
+  /** DISABLED: its tokens fail like revoked credentials. */
+  status: 'ACTIVE' | 'DISABLED';
+  online: number;
+  lat: number | null;
+  lng: number | null;
+  location_at: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -149,6 +173,7 @@ export interface DB {
   transfers: TransfersTable;
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
+  couriers: CouriersTable;
 }
 
 /** Repositories take either the database or an open transaction. */

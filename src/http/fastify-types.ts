@@ -1,4 +1,4 @@
-import type { Principal } from '../modules/auth/auth-service.ts';
+import type { CourierPrincipal, MerchantPrincipal } from '../modules/auth/auth-service.ts';
 import type { Services } from '../services.ts';
 
 declare module 'fastify' {
@@ -6,8 +6,10 @@ declare module 'fastify' {
     services: Services;
   }
   interface FastifyRequest {
-    /** The authenticated merchant; set by the auth hook on every protected route. */
-    principal: Principal;
+    /** The authenticated merchant; set by the auth hook on every merchant route. */
+    principal: MerchantPrincipal;
+    /** The authenticated courier; set by the auth hook on every courier route. */
+    courier: CourierPrincipal;
     /** Set when the request carries an Idempotency-Key that this request now owns. */
     idempotencyKey: string | undefined;
   }

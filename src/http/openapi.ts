@@ -49,11 +49,19 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'transfers', description: 'Paid deliveries: lookup, listing, the event timeline, cancellation' },
         { name: 'balance', description: 'The merchant balance and its ledger' },
         { name: 'sandbox', description: 'Sandbox merchants: drive the simulated courier' },
+        { name: 'couriers', description: 'The courier API: status, position, jobs (courier tokens)' },
         { name: 'operations', description: 'Health checks for load balancers' },
       ],
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Access token from POST /auth/token' },
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: "A merchant's access token from POST /auth/token" },
+          courierAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description:
+              "A courier's access token from POST /auth/token (courier client credentials). Merchant tokens get 403 WRONG_ACTOR here, and courier tokens on merchant routes.",
+          },
           clientBasic: { type: 'http', scheme: 'basic', description: 'client_id and client_secret as HTTP Basic (RFC 6749 2.3.1)' },
         },
       },

@@ -6,15 +6,17 @@ import { sha256, stableStringify } from '../lib/stable-json.ts';
 const KEY = /^[\x21-\x7e]{1,255}$/; // printable ASCII, no spaces
 
 /**
- * Hooks for every route that needs a bearer token: authenticate first (before the body is even
- * parsed), then, on POSTs with an Idempotency-Key, replay or claim the key.
+ * Hooks for every merchant route: authenticate first (before the body is even parsed), refuse other
+ * actors' tokens, then, on POSTs with an Idempotency-Key, replay or claim the key.
  */
 export function protect(app: FastifyInstance): void {
   app.decorateRequest('principal', undefined as never);
   app.decorateRequest('idempotencyKey', undefined);
 
   app.addHook('onRequest', async (request) => {
-    request.principal = await app.services.auth.authenticate(request.headers.authorization);
+    const principal = await app.services.auth.authenticate(request.headers.authorization);
+    if (principal.actor !== 'merchant') throw wrongActor('merchants', 'a courier');
+    request.principal = principal;
   });
 
   app.addHook('preHandler', async (request, reply) => {
@@ -60,6 +62,20 @@ export function protect(app: FastifyInstance): void {
     }
     return payload;
   });
+}
+
+/** Hooks for every courier route (their own scope): a courier's token only. */
+export function protectCourier(app: FastifyInstance): void {
+  app.decorateRequest('courier', undefined as never);
+  app.addHook('onRequest', async (request) => {
+    const principal = await app.services.auth.authenticate(request.headers.authorization);
+    if (principal.actor !== 'courier') throw wrongActor('couriers', 'a merchant');
+    request.courier = principal;
+  });
+}
+
+function wrongActor(routesFor: string, tokenOf: string): AppError {
+  return new AppError('WRONG_ACTOR', `This endpoint is for ${routesFor}; ${tokenOf} token cannot call it`);
 }
 
 /**

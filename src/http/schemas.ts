@@ -62,6 +62,7 @@ const problemProperties = {
   state: Type.Optional(Type.String({ description: 'TRANSFER_NOT_CANCELLABLE, TRANSITION_NOT_ALLOWED: the current state of the transfer' })),
   allowed: Type.Optional(Type.Array(Type.String(), { description: 'TRANSITION_NOT_ALLOWED: the states the transfer can move to now' })),
   balance: Type.Optional(Type.Number({ description: 'INSUFFICIENT_BALANCE: the balance now, in major units' })),
+  attemptsLeft: Type.Optional(Type.Integer({ description: 'WRONG_CODE: wrong codes left before the job is locked' })),
   required: Type.Optional(Type.Number({ description: 'INSUFFICIENT_BALANCE: the amount the product costs, in major units' })),
   currency: Type.Optional(Type.String({ description: 'INSUFFICIENT_BALANCE: the currency of balance and required' })),
   error: Type.Optional(Type.String({ description: 'Token endpoint only: RFC 6749 error code' })),
@@ -100,6 +101,13 @@ const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<strin
   INVALID_ACCESS_TOKEN: { detail: 'The access token cannot be verified' },
   CREDENTIALS_NOT_FOUND: { detail: 'The credentials this token was issued for no longer exist' },
   CREDENTIALS_REVOKED: { detail: 'The credentials this token was issued for have been revoked' },
+  WRONG_ACTOR: { detail: 'This endpoint is for merchants; a courier token cannot call it' },
+  JOB_TAKEN: { detail: `Another courier already accepted transfer ${EXAMPLE_IDS.transfer}`, extra: { state: 'courierAssigned' } },
+  TOO_MANY_JOBS: { detail: 'A courier can hold at most 1 active job; deliver or release one first' },
+  COURIER_OFFLINE: { detail: 'Go online with PUT /courier/status (with your position) to see and accept jobs' },
+  WRONG_CODE: { detail: 'The transferCode is wrong; 4 attempts left before the job is locked', extra: { attemptsLeft: 4 } },
+  JOB_LOCKED: { detail: `Transfer ${EXAMPLE_IDS.transfer} is locked after 5 wrong codes; call support to unlock it` },
+  COURIER_NOT_FOUND: { detail: 'No courier 01a20057-9d1c-7b2e-8a4f-5c6d7e8f9a0c' },
   INSUFFICIENT_BALANCE: {
     detail: 'The balance (120.00 RUB) does not cover 314.38 RUB; top up and retry',
     extra: { balance: 120, required: 314.38, currency: 'RUB' },
@@ -151,12 +159,16 @@ export function problemExample(code: ErrorCode, override: { detail?: string; ext
   };
 }
 
+export type ErrorCodeList = ErrorCode[];
+
+/** Every bearer-protected route: the five token errors, and 403 WRONG_ACTOR for the other kind of actor's token. */
 export const AUTH_ERRORS: ErrorCode[] = [
   'MISSING_ACCESS_TOKEN',
   'ACCESS_TOKEN_EXPIRED',
   'INVALID_ACCESS_TOKEN',
   'CREDENTIALS_NOT_FOUND',
   'CREDENTIALS_REVOKED',
+  'WRONG_ACTOR',
 ];
 export const BODY_ERRORS: ErrorCode[] = ['VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'];
 export const IDEMPOTENCY_ERRORS: ErrorCode[] = ['IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED'];

@@ -12,10 +12,17 @@ import { createStore, migrateForTest, STORES, type StoreName, type TestStore } f
 /** A fixed signing key for tests (never used outside them). */
 export const TEST_SIGNING_KEYS = 'test:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
 
-export interface Merchant {
-  merchantId: string;
+export interface Client {
   clientId: string;
   clientSecret: string;
+}
+
+export interface Merchant extends Client {
+  merchantId: string;
+}
+
+export interface Courier extends Client {
+  courierId: string;
 }
 
 export interface TestApp {
@@ -29,13 +36,15 @@ export interface TestApp {
   /** app.inject, with every response checked against the OpenAPI contract. */
   request(opts: InjectOptions): Promise<LightMyRequestResponse>;
   merchant(name?: string, balance?: string, mode?: 'live' | 'sandbox'): Promise<Merchant>;
-  token(m: Merchant): Promise<string>;
-  /** A request with the merchant's bearer token. */
-  as(m: Merchant | string, opts: InjectOptions): Promise<LightMyRequestResponse>;
+  /** A courier account (online at the given position when one is given). */
+  courier(name?: string, at?: { lat: number; lng: number }): Promise<Courier>;
+  token(m: Client): Promise<string>;
+  /** A request with the merchant's (or courier's) bearer token. */
+  as(m: Client | string, opts: InjectOptions): Promise<LightMyRequestResponse>;
   /** Listens on a random loopback port (once) and returns the base URL, for tests that need real sockets. */
   listen(): Promise<string>;
   /** A real HTTP request (fetch) against listen()'s server; body as parsed JSON (or text). */
-  http(m: Merchant | string | undefined, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult>;
+  http(m: Client | string | undefined, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult>;
   close(): Promise<void>;
 }
 
@@ -85,6 +94,15 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
     async merchant(name = 'Test merchant', balance = '0', mode = 'live') {
       const { merchant, credential } = await app.services.merchants.create(name, parseMajorAmount(balance), mode);
       return { merchantId: merchant.id, clientId: credential.clientId, clientSecret: credential.clientSecret };
+    },
+    async courier(name = 'Ivan Petrov', at) {
+      const { courier, clientId, clientSecret } = await app.services.couriers.create(name, '+7 900 111-22-33');
+      const c = { courierId: courier.id, clientId, clientSecret };
+      if (at) {
+        const res = await t.as(c, { method: 'PUT', url: '/courier/status', payload: { online: true, ...at } });
+        if (res.statusCode !== 200) throw new Error(`courier status failed: ${res.statusCode} ${res.body}`);
+      }
+      return c;
     },
     async token(m) {
       const cached = tokens.get(m.clientId);

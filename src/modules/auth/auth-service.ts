@@ -3,15 +3,26 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/types.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
+import { COURIER_CLIENT_PREFIX, couriersRepository } from '../couriers/repository.ts';
 import { credentialsRepository } from './credentials-repository.ts';
 import { hashSecret } from './credentials-service.ts';
 import type { FailureLimiter } from './rate-limit.ts';
-import type { TokenSigner } from './tokens.ts';
+import type { ActorKind, TokenSigner } from './tokens.ts';
 
-export interface Principal {
+export interface MerchantPrincipal {
+  actor: 'merchant';
   merchantId: string;
   clientId: string;
 }
+
+export interface CourierPrincipal {
+  actor: 'courier';
+  courierId: string;
+  clientId: string;
+}
+
+/** Who a valid token speaks for. Merchant and courier routes each accept only their own kind. */
+export type Principal = MerchantPrincipal | CourierPrincipal;
 
 export interface TokenResponse {
   access_token: string;
@@ -36,7 +47,25 @@ export interface AuthServiceOptions {
   addressLimiter: FailureLimiter;
 }
 
-type CachedCredential = { merchantId: string; status: 'ACTIVE' | 'REVOKED' } | null;
+type CachedCredential = { actor: ActorKind; subject: string; active: boolean } | null;
+
+/** A credential as the token endpoint and the per-request check see it, whichever actor owns it. */
+interface ClientCredential {
+  actor: ActorKind;
+  subject: string;
+  secretHash: string;
+  active: boolean;
+}
+
+/** Courier client ids start with cou_, merchant ones with cli_: one lookup, in the right table. */
+async function findClient(db: Kysely<DB>, clientId: string): Promise<ClientCredential | undefined> {
+  if (clientId.startsWith(COURIER_CLIENT_PREFIX)) {
+    const c = await couriersRepository.findByClientId(db, clientId);
+    return c && { actor: 'courier', subject: c.id, secretHash: c.secret_hash, active: c.status === 'ACTIVE' };
+  }
+  const m = await credentialsRepository.findByClientId(db, clientId);
+  return m && { actor: 'merchant', subject: m.merchant_id, secretHash: m.secret_hash, active: m.status === 'ACTIVE' };
+}
 
 export class AuthService {
   readonly #o: AuthServiceOptions;
@@ -60,21 +89,21 @@ export class AuthService {
         extra: { error: 'invalid_request', error_description: 'Too many failed token requests' },
       });
     }
-    const credential = await credentialsRepository.findByClientId(this.#o.db, clientId);
+    const credential = await findClient(this.#o.db, clientId);
     const presented = Buffer.from(hashSecret(clientSecret), 'hex');
-    const expected = Buffer.from(credential?.secret_hash ?? DUMMY_HASH, 'hex');
+    const expected = Buffer.from(credential?.secretHash ?? DUMMY_HASH, 'hex');
     const secretMatches = timingSafeEqual(presented, expected);
-    if (!credential || !secretMatches || credential.status !== 'ACTIVE') {
+    if (!credential || !secretMatches || !credential.active) {
       this.#o.clientLimiter.recordFailure(clientKey);
       this.#o.addressLimiter.recordFailure(address);
       const detail = credential && secretMatches ? 'The client credentials have been revoked' : 'Unknown client or wrong client secret';
       throw invalidClient(detail);
     }
-    const access_token = await this.#o.signer.sign({ merchantId: credential.merchant_id, clientId });
+    const access_token = await this.#o.signer.sign({ actor: credential.actor, subject: credential.subject, clientId });
     return { access_token, token_type: 'Bearer', expires_in: this.#o.signer.ttlSeconds };
   }
 
-  /** Resolves the Authorization header of a protected request to the merchant, or throws one of the five auth errors. */
+  /** Resolves the Authorization header of a protected request to its merchant or courier, or throws one of the five auth errors. */
   async authenticate(authorization: string | undefined): Promise<Principal> {
     const m = authorization ? /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization) : null;
     if (!m) {
@@ -89,12 +118,12 @@ export class AuthService {
       }
       throw tokenError('INVALID_ACCESS_TOKEN', 'The access token cannot be verified');
     }
-    const { merchantId, clientId } = result.claims;
+    const { actor, subject, clientId } = result.claims;
     const credential = await this.#credential(clientId);
     if (!credential) throw tokenError('CREDENTIALS_NOT_FOUND', 'The credentials this token was issued for no longer exist');
-    if (credential.merchantId !== merchantId) throw tokenError('INVALID_ACCESS_TOKEN', 'The access token has an invalid payload');
-    if (credential.status !== 'ACTIVE') throw tokenError('CREDENTIALS_REVOKED', 'The credentials this token was issued for have been revoked');
-    return { merchantId, clientId };
+    if (credential.subject !== subject || credential.actor !== actor) throw tokenError('INVALID_ACCESS_TOKEN', 'The access token has an invalid payload');
+    if (!credential.active) throw tokenError('CREDENTIALS_REVOKED', 'The credentials this token was issued for have been revoked');
+    return actor === 'courier' ? { actor, courierId: subject, clientId } : { actor, merchantId: subject, clientId };
   }
 
   /** Drops a credential from this instance's cache (called on revoke/delete). Other instances see it within cacheTtlMs. */
@@ -106,8 +135,8 @@ export class AuthService {
     const now = Date.now(); // cache age is wall time, not the (test-movable) business clock
     const hit = this.#cache.get(clientId);
     if (hit && hit.until > now) return hit.value;
-    const row = await credentialsRepository.findByClientId(this.#o.db, clientId);
-    const value: CachedCredential = row ? { merchantId: row.merchant_id, status: row.status } : null;
+    const row = await findClient(this.#o.db, clientId);
+    const value: CachedCredential = row ? { actor: row.actor, subject: row.subject, active: row.active } : null;
     if (this.#o.cacheTtlMs > 0) {
       if (this.#cache.size > 10_000) this.#cache.clear();
       this.#cache.set(clientId, { value, until: now + this.#o.cacheTtlMs });

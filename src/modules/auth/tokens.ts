@@ -12,8 +12,13 @@ import { newId } from '../../lib/ids.ts';
 const ISSUER = 'merchant-delivery-service';
 const ALG = 'HS256';
 
+/** Which kind of actor a token speaks for: merchant routes refuse courier tokens and the reverse (403 WRONG_ACTOR). */
+export type ActorKind = 'merchant' | 'courier';
+
 export interface TokenClaims {
-  merchantId: string;
+  actor: ActorKind;
+  /** The merchant's or the courier's id (`sub`). */
+  subject: string;
   clientId: string;
 }
 
@@ -38,10 +43,10 @@ export class TokenSigner {
   async sign(claims: TokenClaims): Promise<string> {
     const [key] = this.#keys;
     const now = Math.floor(this.#clock.now() / 1000);
-    return new SignJWT({ cid: claims.clientId })
+    return new SignJWT({ cid: claims.clientId, role: claims.actor })
       .setProtectedHeader({ alg: ALG, kid: key.kid, typ: 'at+jwt' })
       .setIssuer(ISSUER)
-      .setSubject(claims.merchantId)
+      .setSubject(claims.subject)
       .setIssuedAt(now)
       .setExpirationTime(now + this.ttlSeconds)
       .setJti(newId())
@@ -60,7 +65,10 @@ export class TokenSigner {
         { algorithms: [ALG], issuer: ISSUER, currentDate: new Date(this.#clock.now()), clockTolerance: 0, typ: 'at+jwt' },
       );
       if (typeof payload.sub !== 'string' || typeof payload.cid !== 'string') return { ok: false, reason: 'invalid' };
-      return { ok: true, claims: { merchantId: payload.sub, clientId: payload.cid } };
+      // Tokens issued before couriers existed carry no role: they are merchants'.
+      const role = payload.role ?? 'merchant';
+      if (role !== 'merchant' && role !== 'courier') return { ok: false, reason: 'invalid' };
+      return { ok: true, claims: { actor: role, subject: payload.sub, clientId: payload.cid } };
     } catch (err) {
       // Signature is checked before claims, so a forged token never reports "expired".
       return { ok: false, reason: err instanceof joseErrors.JWTExpired ? 'expired' : 'invalid' };

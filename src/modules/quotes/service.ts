@@ -119,6 +119,6 @@ export class QuotesService {
 
 /** The product as merchants see it (the minor-unit amounts are internal). */
 function publicProduct(p: PricedProduct) {
-  const { payableMinor: _p, cancellationFeeMinor: _c, returnFeeMinor: _r, ...rest } = p;
+  const { payableMinor: _p, cancellationFeeMinor: _c, returnFeeMinor: _r, courierFeeMinor: _f, ...rest } = p;
   return rest;
 }

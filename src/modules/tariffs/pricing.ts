@@ -46,6 +46,8 @@ export interface PricedProduct {
   /** Frozen with the quote: what a cancellation after assignment, and a return, keep back from the refund. */
   cancellationFeeMinor: number;
   returnFeeMinor: number;
+  /** The courier fee: what the courier who delivers it earns. */
+  courierFeeMinor: number;
   fees: { cancellation: string; return: string };
   common: { pattern: string; router_id: string; price: PriceBreakdown; tags: string[] };
 }
@@ -85,6 +87,7 @@ export function priceProduct(tariff: TariffDocument, product: TariffProduct, inp
     payableMinor: Number(payable),
     cancellationFeeMinor: product.cancellationFee ?? 0,
     returnFeeMinor: product.returnFee ?? 0,
+    courierFeeMinor: Number(courier),
     fees: { cancellation: formatMinor(product.cancellationFee ?? 0), return: formatMinor(product.returnFee ?? 0) },
     common: {
       pattern: product.pattern,

@@ -37,14 +37,78 @@ export const transfersRepository = {
    * The one write of the lifecycle: moves the transfer from `from` to `to` only if it is still in
    * `from`, and takes the next event sequence in the same statement. Undefined when another change won.
    */
-  async transition(trx: Transaction<DB>, id: string, from: TransferState, to: TransferState, changes: TransitionChanges): Promise<TransferRow | undefined> {
-    return trx
+  async transition(
+    trx: Transaction<DB>,
+    id: string,
+    from: TransferState,
+    to: TransferState,
+    changes: TransitionChanges,
+    /** A courier's move also requires the job to still be theirs (or unassigned, to accept it) and not locked. */
+    courier?: { holder: string | null },
+  ): Promise<TransferRow | undefined> {
+    let q = trx
       .updateTable('transfers')
       .set((eb) => ({ ...changes, state: to, last_sequence: eb('last_sequence', '+', 1) }))
       .where('id', '=', id)
-      .where('state', '=', from)
-      .returningAll()
-      .executeTakeFirst();
+      .where('state', '=', from);
+    if (courier) {
+      q = q.where('locked', '=', 0);
+      q = courier.holder === null ? q.where('courier_id', 'is', null) : q.where('courier_id', '=', courier.holder);
+    }
+    return q.returningAll().executeTakeFirst();
+  },
+
+  /** Counts a wrong transferCode or deliveryPin; the fifth locks the job. Returns the attempts so far and the lock. */
+  async recordWrongCode(db: Db, id: string, maxAttempts: number, at: number): Promise<{ attempts: number; locked: boolean }> {
+    const row = await db
+      .updateTable('transfers')
+      .set((eb) => ({
+        code_attempts: eb('code_attempts', '+', 1),
+        locked: eb
+          .case()
+          .when('code_attempts', '>=', maxAttempts - 1)
+          .then(1)
+          .else(0)
+          .end(),
+        updated_at: at,
+      }))
+      .where('id', '=', id)
+      .returning(['code_attempts', 'locked'])
+      .executeTakeFirstOrThrow();
+    return { attempts: Number(row.code_attempts), locked: Number(row.locked) === 1 };
+  },
+
+  /** Operators: clears the wrong-code count and the lock. False when there is no such transfer. */
+  async unlock(db: Db, id: string, at: number): Promise<boolean> {
+    const r = await db.updateTable('transfers').set({ code_attempts: 0, locked: 0, updated_at: at }).where('id', '=', id).executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  },
+
+  /** A courier's active jobs (accepted, not yet ended). */
+  async activeJobs(db: Db, courierId: string): Promise<TransferRow[]> {
+    return db
+      .selectFrom('transfers')
+      .selectAll()
+      .where('courier_id', '=', courierId)
+      .where('state', 'in', ['courierAssigned', 'pickedUp', 'returning'])
+      .orderBy('updated_at')
+      .execute();
+  },
+
+  /** Open live jobs whose pickup lies in the box; the caller sorts by distance and cuts to the radius. */
+  async openJobsIn(db: Db, box: { minLat: number; maxLat: number; minLng: number; maxLng: number }, limit: number): Promise<TransferRow[]> {
+    return db
+      .selectFrom('transfers')
+      .selectAll()
+      .where('state', '=', 'inProgress')
+      .where('mode', '=', 'live')
+      .where('pickup_lat', '>=', box.minLat)
+      .where('pickup_lat', '<=', box.maxLat)
+      .where('pickup_lng', '>=', box.minLng)
+      .where('pickup_lng', '<=', box.maxLng)
+      .orderBy('created_at')
+      .limit(limit)
+      .execute();
   },
 
   /** Newest first: (created_at, id) descending, so the keyset cursor is stable. */

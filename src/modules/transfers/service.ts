@@ -6,7 +6,7 @@ import { type Clock, iso } from '../../lib/clock.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
-import { formatMinor, minorToNumber } from '../../lib/money.ts';
+import { formatMinor, minorToNumber, parseMajorAmount } from '../../lib/money.ts';
 import { eventsRepository } from '../events/repository.ts';
 import { type Event, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
@@ -74,6 +74,11 @@ export interface TransitionRequest {
   nextStepAt?: number | null;
   /** Whose moves a refusal lists as allowed (default: the actor's); the sandbox acts as courier and system. */
   allowedAs?: ActorType[];
+  /**
+   * Checks of the actor's own, on the row read inside the transaction before the conditional update
+   * (a courier's scope and job cap); throw to refuse.
+   */
+  guard?: (trx: Transaction<DB>, row: TransferRow) => Promise<void>;
   record?: RecordOutcome<Transfer>;
 }
 
@@ -253,6 +258,12 @@ export class TransfersService {
       cancellation: null,
       delivery_failure: null,
       last_sequence: 2, // quote.created is 1, transfer.created 2
+      pickup_lat: pickup.lat,
+      pickup_lng: pickup.lng,
+      // Quotes made before couriers existed have no courier fee: derived from the price breakdown.
+      courier_payout: product.courierFeeMinor ?? parseMajorAmount(product.common.price.courier_fee_total),
+      code_attempts: 0,
+      locked: 0,
       next_step_at: mode === 'sandbox' && this.#opts.sandboxStepSeconds > 0 ? now + this.#opts.sandboxStepSeconds * 1000 : null,
       created_at: now,
       updated_at: now,
@@ -380,6 +391,7 @@ export class TransfersService {
           const row = actor.merchantId === undefined ? await transfersRepository.findAny(trx, id) : await transfersRepository.find(trx, actor.merchantId, id);
           if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
           if (req.onlyFrom !== undefined && row.state !== req.onlyFrom) return undefined;
+          await req.guard?.(trx, row);
           const rule = findTransition(row.state, req.to, actor.type);
           if (!rule) throw refusal(row, req.to, actor.type, req.allowedAs ?? [actor.type]);
 
@@ -405,7 +417,10 @@ export class TransfersService {
             ...(req.to === 'returning' ? { delivery_failure: JSON.stringify({ reason: req.reason ?? 'OTHER', comment: req.comment }) } : {}),
             ...(terminal ? { next_step_at: null } : req.nextStepAt !== undefined ? { next_step_at: req.nextStepAt } : {}),
           };
-          const updated = await transfersRepository.transition(trx, id, row.state, req.to, changes);
+          // A real courier's move also needs the job to be theirs (or open, to accept it) and unlocked, in the same statement.
+          const courierId = actor.type === 'courier' ? actor.courier?.id : undefined;
+          const holder = courierId ? { holder: req.to === 'courierAssigned' ? null : courierId } : undefined;
+          const updated = await transfersRepository.transition(trx, id, row.state, req.to, changes, holder);
           if (!updated) {
             if (attempt >= 3)
               throw new AppError('SERVICE_UNAVAILABLE', 'The transfer is changing too often; retry shortly', { headers: { 'retry-after': '1' } });

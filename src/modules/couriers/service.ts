@@ -1,0 +1,375 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { DB, TransferState } from '../../db/types.ts';
+import { PHONE, SINGLE_LINE } from '../../http/schemas.ts';
+import { type Clock, iso } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { minorToNumber } from '../../lib/money.ts';
+import { hashSecret } from '../auth/credentials-service.ts';
+import { distanceMetres } from '../tariffs/pricing.ts';
+import { nextStates } from '../transfers/lifecycle.ts';
+import { type TransferRow, transfersRepository } from '../transfers/repository.ts';
+import type { Transfer } from '../transfers/schemas.ts';
+import type { TransfersService } from '../transfers/service.ts';
+import { COURIER_CLIENT_PREFIX, type CourierRow, couriersRepository } from './repository.ts';
+import type { CourierStatus, CourierStatusInput, CurrentJob, OpenJob } from './schemas.ts';
+
+/** Wrong transferCode / deliveryPin entries a job tolerates; the next locks it until an operator unlocks it. */
+export const MAX_CODE_ATTEMPTS = 5;
+/** Positions are kept at most once a second per courier; faster pings get 429 (the tracking page needs no more). */
+export const LOCATION_MIN_INTERVAL_MS = 1000;
+const OPEN_JOBS_LIMIT = 50;
+// The API's own text rules, so the CLI refuses what the API would.
+const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u');
+const PHONE_RE = new RegExp(PHONE);
+
+export interface CourierView {
+  id: string;
+  name: string;
+  phone: string;
+  clientId: string;
+  status: 'ACTIVE' | 'DISABLED';
+  online: boolean;
+  createdAt: string;
+}
+
+/** Details frozen on the transfer (transfers.details) that the courier side reads. */
+interface Details {
+  description: string;
+  pickupAddress: string;
+  destinationAddress: string;
+  destinationLocation: { coordinates: [number, number] };
+  destinationAddressMetadata: { city?: string; suburb?: string; neighbourhood?: string };
+  parcelSize: OpenJob['parcelSize'];
+  isFragile: boolean;
+  isPerishable: boolean;
+  recipientFullName: string;
+  recipientInfo: { phone: string };
+  senderInfo: { warehouseName: string; phone: string | null };
+}
+
+/**
+ * Couriers: accounts (operators), status and position, and their jobs. Every job query is scoped to
+ * the courier: open live jobs to look at and accept, otherwise only the jobs it holds. Moves go
+ * through TransfersService.transition, like everyone's.
+ */
+export class CouriersService {
+  readonly #db: Kysely<DB>;
+  readonly #clock: Clock;
+  readonly #transfers: TransfersService;
+  readonly #maxJobs: number;
+  readonly #onCredentialChange: (clientId: string) => void;
+  constructor(opts: { db: Kysely<DB>; clock: Clock; transfers: TransfersService; maxJobsPerCourier: number; onCredentialChange: (clientId: string) => void }) {
+    this.#db = opts.db;
+    this.#clock = opts.clock;
+    this.#transfers = opts.transfers;
+    this.#maxJobs = opts.maxJobsPerCourier;
+    this.#onCredentialChange = opts.onCredentialChange;
+  }
+
+  // --- Operators -------------------------------------------------------------------------------
+
+  /** A courier account with its client credentials; the secret is returned only here. */
+  async create(name: string, phone: string): Promise<{ courier: CourierView; clientId: string; clientSecret: string }> {
+    const trimmed = name.trim();
+    if (trimmed === '' || trimmed.length > 100 || !SINGLE_LINE_RE.test(trimmed)) {
+      throw new AppError('VALIDATION_FAILED', 'Courier name must be 1 to 100 characters without control characters');
+    }
+    if (!PHONE_RE.test(phone.trim())) throw new AppError('VALIDATION_FAILED', 'Courier phone must be digits with optional +, spaces, dashes, parentheses');
+    const now = this.#clock.now();
+    const clientId = `${COURIER_CLIENT_PREFIX}${randomBytes(12).toString('hex')}`;
+    const clientSecret = `sk_${randomBytes(32).toString('base64url')}`;
+    const row: CourierRow = {
+      id: newId(),
+      name: trimmed,
+      phone: phone.trim(),
+      client_id: clientId,
+      secret_hash: hashSecret(clientSecret),
+      status: 'ACTIVE',
+      online: 0,
+      lat: null,
+      lng: null,
+      location_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await couriersRepository.insert(this.#db, row);
+    return { courier: view(row), clientId, clientSecret };
+  }
+
+  async list(): Promise<CourierView[]> {
+    return (await couriersRepository.list(this.#db)).map(view);
+  }
+
+  /** DISABLED couriers' tokens fail like revoked credentials (CREDENTIALS_REVOKED); their jobs stay as they are. */
+  async setStatus(id: string, status: 'ACTIVE' | 'DISABLED'): Promise<CourierView> {
+    const row = await couriersRepository.update(this.#db, id, { status, ...(status === 'DISABLED' ? { online: 0 } : {}), updated_at: this.#clock.now() });
+    if (!row) throw new AppError('COURIER_NOT_FOUND', `No courier ${id}`);
+    this.#onCredentialChange(row.client_id);
+    return view(row);
+  }
+
+  /** Clears a job's wrong-code count and lock. */
+  async unlock(transferId: string): Promise<void> {
+    if (!(await transfersRepository.unlock(this.#db, transferId, this.#clock.now()))) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${transferId}`);
+  }
+
+  // --- The courier itself -------------------------------------------------------------------------
+
+  async status(courierId: string): Promise<CourierStatus> {
+    const c = await this.#courier(courierId);
+    const active = await transfersRepository.activeJobs(this.#db, courierId);
+    return {
+      id: c.id,
+      firstName: firstName(c.name),
+      online: c.online === 1,
+      location: c.lat !== null && c.lng !== null && c.location_at !== null ? { lat: c.lat, lng: c.lng, updatedAt: iso(c.location_at) } : null,
+      activeJobs: active.length,
+      maxJobs: this.#maxJobs,
+    };
+  }
+
+  async updateStatus(courierId: string, input: CourierStatusInput): Promise<CourierStatus> {
+    if (input.online && (input.lat === undefined || input.lng === undefined)) {
+      throw new AppError('VALIDATION_FAILED', 'Going online needs your position: lat and lng', {
+        errors: [
+          ...(input.lat === undefined ? [{ path: '/lat', message: 'is required when online is true' }] : []),
+          ...(input.lng === undefined ? [{ path: '/lng', message: 'is required when online is true' }] : []),
+        ],
+      });
+    }
+    const now = this.#clock.now();
+    const position = input.lat !== undefined && input.lng !== undefined ? { lat: input.lat, lng: input.lng, location_at: now } : {};
+    await couriersRepository.update(this.#db, courierId, { online: input.online ? 1 : 0, ...position, updated_at: now });
+    return this.status(courierId);
+  }
+
+  /** The latest position (for jobs nearby and the tracking page); not an event. At most one per second is kept. */
+  async moveTo(courierId: string, lat: number, lng: number): Promise<void> {
+    if (!(await couriersRepository.moveTo(this.#db, courierId, lat, lng, this.#clock.now(), LOCATION_MIN_INTERVAL_MS))) {
+      throw new AppError('RATE_LIMITED', 'Send your position at most once a second', { headers: { 'retry-after': '1' } });
+    }
+  }
+
+  /** Open live jobs within radiusKm of the courier, nearest first. */
+  async openJobs(courierId: string, radiusKm = 5): Promise<OpenJob[]> {
+    const here = await this.#onlineAt(courierId);
+    const dLat = radiusKm / 111.2;
+    const dLng = radiusKm / (111.2 * Math.max(0.01, Math.cos((here.lat * Math.PI) / 180)));
+    const rows = await transfersRepository.openJobsIn(
+      this.#db,
+      { minLat: here.lat - dLat, maxLat: here.lat + dLat, minLng: here.lng - dLng, maxLng: here.lng + dLng },
+      OPEN_JOBS_LIMIT * 4,
+    );
+    return rows
+      .map((r) => ({ row: r, metres: distanceMetres(here, { lat: r.pickup_lat, lng: r.pickup_lng }) }))
+      .filter((x) => x.metres <= radiusKm * 1000)
+      .sort((a, b) => a.metres - b.metres)
+      .slice(0, OPEN_JOBS_LIMIT)
+      .map((x) => openJob(x.row, x.metres));
+  }
+
+  async currentJobs(courierId: string): Promise<CurrentJob[]> {
+    const here = await this.#courier(courierId);
+    return (await transfersRepository.activeJobs(this.#db, courierId)).map((r) => currentJob(r, here));
+  }
+
+  /** Exactly one courier wins a job; the others get 409 JOB_TAKEN. A courier holds at most MAX_JOBS_PER_COURIER jobs. */
+  async accept(courierId: string, transferId: string): Promise<CurrentJob> {
+    const me = await this.#onlineAt(courierId);
+    await this.#move(courierId, transferId, 'courierAssigned', {
+      guard: async (trx, row) => {
+        if (row.mode !== 'live') throw notFound(transferId); // sandbox transfers are never offered to couriers
+        if (row.state !== 'inProgress') {
+          const detail =
+            row.courier_id === courierId
+              ? `You already hold transfer ${transferId}`
+              : `Transfer ${transferId} is no longer open (another courier took it or it ended)`;
+          throw new AppError('JOB_TAKEN', detail, { extra: { state: row.state } });
+        }
+        // One courier's concurrent accepts take turns on its row, so the cap holds.
+        await couriersRepository.lock(trx, courierId);
+        const held = (await transfersRepository.activeJobs(trx, courierId)).length;
+        if (held >= this.#maxJobs) {
+          throw new AppError(
+            'TOO_MANY_JOBS',
+            `A courier can hold at most ${this.#maxJobs} active job${this.#maxJobs === 1 ? '' : 's'}; deliver or release one first`,
+          );
+        }
+      },
+      firstName: firstName(me.name),
+    });
+    return this.#job(courierId, transferId);
+  }
+
+  async release(courierId: string, transferId: string): Promise<CurrentJob> {
+    const t = await this.#move(courierId, transferId, 'inProgress', {});
+    return this.#jobView(t, courierId);
+  }
+
+  async pickUp(courierId: string, transferId: string, transferCode: string): Promise<CurrentJob> {
+    await this.#checkCode(courierId, transferId, 'pickedUp', 'transferCode', normalizeTransferCode(transferCode));
+    await this.#move(courierId, transferId, 'pickedUp', {});
+    return this.#job(courierId, transferId);
+  }
+
+  async deliver(courierId: string, transferId: string, deliveryPin: string): Promise<CurrentJob> {
+    await this.#checkCode(courierId, transferId, 'delivered', 'deliveryPin', deliveryPin.trim());
+    const t = await this.#move(courierId, transferId, 'delivered', {});
+    return this.#jobView(t, courierId);
+  }
+
+  async fail(courierId: string, transferId: string, reason: string, comment?: string): Promise<CurrentJob> {
+    await this.#move(courierId, transferId, 'returning', { reason, comment });
+    return this.#job(courierId, transferId);
+  }
+
+  async returnToWarehouse(courierId: string, transferId: string, transferCode: string): Promise<CurrentJob> {
+    await this.#checkCode(courierId, transferId, 'returned', 'transferCode', normalizeTransferCode(transferCode));
+    const t = await this.#move(courierId, transferId, 'returned', {});
+    return this.#jobView(t, courierId);
+  }
+
+  // --- Internals ---------------------------------------------------------------------------------
+
+  /** A courier's move on a job it holds (or, to accept, an open one): scope and lock are checked in the transaction. */
+  async #move(
+    courierId: string,
+    transferId: string,
+    to: TransferState,
+    opts: { reason?: string; comment?: string; firstName?: string; guard?: (trx: Transaction<DB>, row: TransferRow) => Promise<void> },
+  ): Promise<Transfer> {
+    const t = await this.#transfers.transition(transferId, {
+      to,
+      actor: { type: 'courier', courier: { id: courierId, firstName: opts.firstName ?? '' } },
+      reason: opts.reason,
+      comment: opts.comment,
+      guard:
+        opts.guard ??
+        (async (_trx, row) => {
+          if (row.mode !== 'live' || row.courier_id !== courierId) throw notFound(transferId);
+          if (row.locked === 1) throw locked(transferId);
+        }),
+    });
+    return t as Transfer;
+  }
+
+  /**
+   * A wrong code counts against the job (committed on its own, so a refusal still counts); the fifth
+   * locks it. Checked only when the move is possible, so a code sent at the wrong moment costs nothing.
+   */
+  async #checkCode(courierId: string, transferId: string, to: TransferState, kind: 'transferCode' | 'deliveryPin', presented: string): Promise<void> {
+    const row = await transfersRepository.findAny(this.#db, transferId);
+    if (!row || row.mode !== 'live' || row.courier_id !== courierId) throw notFound(transferId);
+    if (row.locked === 1) throw locked(transferId);
+    if (!nextStates(row.state, ['courier']).includes(to)) {
+      const allowed = nextStates(row.state, ['courier']);
+      throw new AppError('TRANSITION_NOT_ALLOWED', `Transfer ${transferId} is ${row.state}; from there it can move to: ${allowed.join(', ') || 'nothing'}`, {
+        extra: { state: row.state, allowed },
+      });
+    }
+    const expected = kind === 'transferCode' ? row.transfer_code : row.delivery_pin;
+    if (constantTimeEquals(presented, expected)) return;
+    const { attempts, locked: nowLocked } = await transfersRepository.recordWrongCode(this.#db, transferId, MAX_CODE_ATTEMPTS, this.#clock.now());
+    if (nowLocked) throw locked(transferId);
+    const left = MAX_CODE_ATTEMPTS - attempts;
+    throw new AppError('WRONG_CODE', `The ${kind} is wrong; ${left} attempt${left === 1 ? '' : 's'} left before the job is locked`, {
+      extra: { attemptsLeft: left },
+    });
+  }
+
+  async #job(courierId: string, transferId: string): Promise<CurrentJob> {
+    const row = await transfersRepository.findAny(this.#db, transferId);
+    if (!row || row.courier_id !== courierId) throw notFound(transferId);
+    return currentJob(row, await this.#courier(courierId));
+  }
+
+  /** After a move that ends the courier's hold (release, delivery, return): the job as it was left. */
+  async #jobView(_t: Transfer, courierId: string): Promise<CurrentJob> {
+    const row = await transfersRepository.findAny(this.#db, _t.id);
+    if (!row) throw notFound(_t.id);
+    return currentJob(row, await this.#courier(courierId));
+  }
+
+  async #courier(courierId: string): Promise<CourierRow> {
+    const c = await couriersRepository.find(this.#db, courierId);
+    if (!c) throw new AppError('COURIER_NOT_FOUND', `No courier ${courierId}`);
+    return c;
+  }
+
+  async #onlineAt(courierId: string): Promise<CourierRow & { lat: number; lng: number }> {
+    const c = await this.#courier(courierId);
+    if (c.online !== 1 || c.lat === null || c.lng === null) {
+      throw new AppError('COURIER_OFFLINE', 'Go online with PUT /courier/status (with your position) to see and accept jobs');
+    }
+    return c as CourierRow & { lat: number; lng: number };
+  }
+}
+
+const notFound = (id: string) => new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
+const locked = (id: string) => new AppError('JOB_LOCKED', `Transfer ${id} is locked after ${MAX_CODE_ATTEMPTS} wrong codes; call support to unlock it`);
+
+const firstName = (name: string): string => name.trim().split(/\s+/)[0];
+
+/** "k7q2 m9xd" or "K7Q2M9XD" -> "K7Q2-M9XD". */
+function normalizeTransferCode(code: string): string {
+  const compact = code.toUpperCase().replace(/[\s-]/g, '');
+  return compact.length === 8 ? `${compact.slice(0, 4)}-${compact.slice(4)}` : compact;
+}
+
+function constantTimeEquals(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'utf8');
+  const y = Buffer.from(b, 'utf8');
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+const round1 = (metres: number) => Math.round(metres / 100) / 10;
+
+function openJob(row: TransferRow, metresToPickup: number): OpenJob {
+  const d = JSON.parse(row.details) as Details;
+  const [lng, lat] = d.destinationLocation.coordinates;
+  return {
+    transferId: row.id,
+    pickup: {
+      name: d.senderInfo.warehouseName,
+      address: d.pickupAddress,
+      location: { lat: row.pickup_lat, lng: row.pickup_lng },
+      contactPhone: d.senderInfo.phone,
+    },
+    destination: {
+      city: d.destinationAddressMetadata.city ?? null,
+      area: d.destinationAddressMetadata.suburb ?? d.destinationAddressMetadata.neighbourhood ?? null,
+      approximateLocation: { lat: Math.round(lat * 100) / 100, lng: Math.round(lng * 100) / 100 },
+    },
+    distanceToPickupKm: round1(metresToPickup),
+    deliveryDistanceKm: round1(distanceMetres({ lat: row.pickup_lat, lng: row.pickup_lng }, { lat, lng })),
+    parcelSize: d.parcelSize,
+    isFragile: d.isFragile,
+    isPerishable: d.isPerishable,
+    payout: minorToNumber(row.courier_payout),
+    currency: row.currency,
+    createdAt: iso(row.created_at),
+  };
+}
+
+function currentJob(row: TransferRow, courier: CourierRow): CurrentJob {
+  const d = JSON.parse(row.details) as Details;
+  const [lng, lat] = d.destinationLocation.coordinates;
+  const here = courier.lat !== null && courier.lng !== null ? { lat: courier.lat, lng: courier.lng } : { lat: row.pickup_lat, lng: row.pickup_lng };
+  const open = openJob(row, distanceMetres(here, { lat: row.pickup_lat, lng: row.pickup_lng }));
+  const withRecipient = row.state === 'courierAssigned' || row.state === 'pickedUp';
+  return {
+    ...open,
+    state: row.state,
+    destination: { city: open.destination.city, area: open.destination.area, address: d.destinationAddress, location: { lat, lng } },
+    ...(withRecipient ? { recipient: { name: d.recipientFullName, phone: d.recipientInfo.phone } } : {}),
+    description: d.description,
+    codeAttemptsLeft: Math.max(0, MAX_CODE_ATTEMPTS - row.code_attempts),
+    locked: row.locked === 1,
+  };
+}
+
+function view(r: CourierRow): CourierView {
+  return { id: r.id, name: r.name, phone: r.phone, clientId: r.client_id, status: r.status, online: r.online === 1, createdAt: iso(r.created_at) };
+}
