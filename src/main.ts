@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { withServices } from './cli/context.ts';
 import { ConfigError, loadConfig, redactUrl } from './config.ts';
-import { migrateToLatest, openDatabase } from './db/database.ts';
+import { backupSqlite, restoreSqlite } from './db/backup.ts';
+import { dialectOf, migrateToLatest, openDatabase, sqlitePath } from './db/database.ts';
 import { TRANSFER_STATES, type TransferState } from './db/types.ts';
 import { AppError } from './lib/errors.ts';
 import { formatMinor, parseMajorAmount } from './lib/money.ts';
@@ -41,6 +42,8 @@ Usage: mds <command> [options]          (every command takes --json for machine-
   tariffs show                                  the tariff in force (JSON)
   tariffs set FILE                              validate FILE and make it the tariff in force
   keys generate                                 print a new TOKEN_SIGNING_KEYS entry
+  backup FILE                                   consistent online copy of the embedded SQLite database
+  restore FILE                                  replace the embedded database with a backup (refused while serve/worker run)
 
 Amounts are in major units with at most two decimals (1250 or 1250.50).
 States: inProgress, courierAssigned, pickedUp, delivered, returning, returned, cancelled.
@@ -48,6 +51,8 @@ Operator changes are recorded as events with actor "operator" and the --reason t
 Configuration comes from the environment (see README: DATABASE_URL, PORT, ...).`;
 
 export class UsageError extends Error {}
+
+const ONE_WORD = new Set(['backup', 'restore']);
 
 type Out = { json: boolean; print(human: string, data: unknown): void };
 
@@ -139,7 +144,8 @@ function onePositional(positionals: string[], what: string): string {
 
 async function run(positionals: string[], values: Values, out: Out): Promise<number> {
   const [group, action] = positionals;
-  const command = action ? `${group} ${action}` : group;
+  // One-word commands take their argument as the second positional.
+  const command = action && !ONE_WORD.has(group) ? `${group} ${action}` : group;
 
   if (command === 'keys generate') {
     const key = generateSigningKey();
@@ -176,6 +182,25 @@ async function run(positionals: string[], values: Values, out: Out): Promise<num
       process.once('SIGTERM', () => shutdown('SIGTERM'));
       process.once('SIGINT', () => shutdown('SIGINT'));
       await new Promise(() => {});
+      return 0;
+    }
+    case 'backup':
+    case 'restore': {
+      const file = positionals[1];
+      if (!file || positionals.length !== 2) throw new UsageError(`expected exactly one FILE: mds ${group} FILE`);
+      if (dialectOf(config.databaseUrl) !== 'sqlite') {
+        throw new UsageError(
+          `mds ${group} is for the embedded SQLite database; back up PostgreSQL with pg_dump or base backups and WAL archiving (docs/deployment.md)`,
+        );
+      }
+      const dbPath = sqlitePath(config.databaseUrl);
+      if (group === 'backup') {
+        const { pages, bytes } = await backupSqlite(dbPath, file);
+        out.print(`Backed up ${dbPath} to ${file} (${pages} pages, ${bytes} bytes; integrity checked)`, { database: dbPath, file, pages, bytes });
+      } else {
+        restoreSqlite(file, dbPath);
+        out.print(`Restored ${dbPath} from ${file}`, { database: dbPath, file });
+      }
       return 0;
     }
     case 'migrate': {

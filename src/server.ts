@@ -3,6 +3,7 @@ import pino from 'pino';
 import { buildApp } from './app.ts';
 import { type Background, startBackground } from './background/index.ts';
 import type { Config } from './config.ts';
+import { claimDatabase } from './db/backup.ts';
 import { type Database, migrateToLatest, openDatabase } from './db/database.ts';
 import { retryChannel } from './db/transaction.ts';
 import { systemClock } from './lib/clock.ts';
@@ -28,6 +29,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
       app?.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'database connection lost; it will reconnect'),
   });
   if (database.dialect === 'sqlite') await migrateToLatest(database);
+  // `mds restore` refuses while this runs.
+  const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
   const onRetry = (message: unknown) => app?.log.debug(message as object, 'transaction retried');
   retryChannel.subscribe(onRetry);
   app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config) });
@@ -52,6 +55,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       await background?.stop();
       await app.close(); // stops accepting, lets in-flight requests finish
       await database.close();
+      releaseDatabase();
       retryChannel.unsubscribe(onRetry);
     })();
     return stopping;
@@ -63,6 +67,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
 export async function startWorker(config: Config): Promise<{ stop(): Promise<void> }> {
   const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
   if (database.dialect === 'sqlite') await migrateToLatest(database);
+  const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
   const log = pino({ level: config.logLevel });
   // The worker signs no tokens: no key file is needed (or created) to run it.
   const services = createServices({ config, database, clock: systemClock, signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
@@ -72,6 +77,7 @@ export async function startWorker(config: Config): Promise<{ stop(): Promise<voi
     async stop() {
       await background.stop();
       await database.close();
+      releaseDatabase();
     },
   };
 }
