@@ -15,6 +15,7 @@ export const ERRORS = {
   CREDENTIALS_REVOKED: { status: 401, title: 'Credentials revoked' },
   INSUFFICIENT_BALANCE: { status: 402, title: 'Insufficient balance' },
   ROUTE_NOT_FOUND: { status: 404, title: 'No such endpoint' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   // Operator (CLI) errors; no HTTP route answers them.
   MERCHANT_NOT_FOUND: { status: 404, title: 'Merchant not found' },
   CLIENT_NOT_FOUND: { status: 404, title: 'Client not found' },
