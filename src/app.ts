@@ -4,9 +4,11 @@ import type { Config, SigningKey } from './config.ts';
 import type { Database } from './db/database.ts';
 import { clientError, frameworkError, registerErrorHandling } from './http/error-handler.ts';
 import './http/fastify-types.ts';
+import { capConnections } from './http/connections.ts';
 import { registerOpenApi } from './http/openapi.ts';
-import { REDACT_PATHS, refuseUnreadableBody, requestId, serializeRequest, trustHops } from './http/plumbing.ts';
+import { REDACT_PATHS, refuseAmbiguousHeaders, refuseUnreadableBody, requestId, serializeRequest, strictJsonParser, trustHops } from './http/plumbing.ts';
 import { protect, protectCourier } from './http/protected.ts';
+import { registerRouting } from './http/routing.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { Clock } from './lib/clock.ts';
 import { systemClock } from './lib/clock.ts';
@@ -40,6 +42,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ...(deps.logStream ? { stream: deps.logStream } : {}),
     },
     bodyLimit: config.bodyLimitBytes,
+    // Timeouts as documented: 408 once a request has not fully arrived after REQUEST_TIMEOUT_SECONDS (30 s).
+    // Node checks for them every connectionsCheckingInterval (30 s by default, which made it 30 to 60 s).
+    requestTimeout: config.requestTimeoutSeconds * 1000,
+    // Idle keep-alive connections outlive a typical load balancer's 60 s idle timeout, so it never reuses a closed one.
+    keepAliveTimeout: 65_000,
+    http: {
+      headersTimeout: config.requestTimeoutSeconds * 1000,
+      connectionsCheckingInterval: 1000,
+      // Node answers a missing Host itself with a bare 400; refuseAmbiguousHeaders answers it with the envelope.
+      requireHostHeader: false,
+    },
     // A hop count becomes proxy-addr's "trust the n closest hops" function.
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // While shutting down, a request that still arrives on an open connection is served (its answer closes
@@ -49,13 +62,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: clientError,
     genReqId: requestId,
   });
+  capConnections(app.server, config.maxConnections);
   app.setValidatorCompiler(validatorCompiler);
-  // Bodies are JSON only (415 otherwise); the token endpoint adds form bodies in its own scope.
+  // Bodies are JSON only (415 otherwise), strict UTF-8 and well-formed Unicode; the token endpoint adds form bodies in its own scope.
   app.removeContentTypeParser('text/plain');
+  strictJsonParser(app);
   app.decorate('services', createServices({ config, database, clock: deps.clock ?? systemClock, signingKeys: deps.signingKeys }));
   let warnedForwardedFor = false;
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    refuseAmbiguousHeaders(request);
     if (!warnedForwardedFor && config.trustProxy === false && request.headers['x-forwarded-for'] !== undefined) {
       // Behind a proxy, every client would share the proxy's address in the token rate limit.
       warnedForwardedFor = true;
@@ -64,6 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (request.method === 'POST' || request.method === 'PUT') refuseUnreadableBody(request);
   });
   registerErrorHandling(app);
+  registerRouting(app);
   await registerOpenApi(app);
 
   await app.register(healthRoutes(database));

@@ -24,6 +24,10 @@ export interface Config {
   currency: string;
   maxWarehousesPerMerchant: number;
   bodyLimitBytes: number;
+  /** A request (headers and body) must arrive within this many seconds, or it is answered 408. */
+  requestTimeoutSeconds: number;
+  /** Open connections per instance; more are answered 503 and closed. */
+  maxConnections: number;
   tokenFailuresPerClient: number;
   tokenFailuresPerAddress: number;
   tokenFailureWindowSeconds: number;
@@ -143,6 +147,8 @@ export function loadConfig(env: Env = process.env): Config {
     currency,
     maxWarehousesPerMerchant: int('MAX_WAREHOUSES_PER_MERCHANT', 1000, 1, 100_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 65_536, 1024, 10_485_760),
+    requestTimeoutSeconds: int('REQUEST_TIMEOUT_SECONDS', 30, 1, 600),
+    maxConnections: int('MAX_CONNECTIONS', 1024, 1, 1_000_000),
     tokenFailuresPerClient: int('TOKEN_FAILURES_PER_CLIENT', 10, 1, 1_000_000),
     tokenFailuresPerAddress: int('TOKEN_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
     tokenFailureWindowSeconds: int('TOKEN_FAILURE_WINDOW_SECONDS', 60, 1, 86_400),

@@ -34,9 +34,6 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const onRetry = (message: unknown) => app?.log.debug(message as object, 'transaction retried');
   retryChannel.subscribe(onRetry);
   app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config) });
-  // Idle keep-alive connections outlive a typical load balancer's 60 s idle timeout, so it never reuses a closed one.
-  app.server.keepAliveTimeout = 65_000;
-  app.server.requestTimeout = 30_000;
   // While stopping, answers close their connection: otherwise a connection busy when stop() began stays open
   // as an idle keep-alive one, and the shutdown waits out the 65 s keep-alive timeout.
   let closing = false;

@@ -143,7 +143,13 @@ describeEachStore('HTTP plumbing', (ctx) => {
     const t = ctx();
     const res = await t.request({ method: 'GET', url: '/nope?x=1', headers: { 'x-request-id': 'nr' } });
     assert.equal(res.statusCode, 404);
-    assert.deepEqual(res.json(), { type: 'ROUTE_NOT_FOUND', title: 'No such endpoint', status: 404, detail: 'No endpoint GET /nope', requestId: 'nr' });
+    assert.deepEqual(res.json(), {
+      type: 'ROUTE_NOT_FOUND',
+      title: 'No such endpoint',
+      status: 404,
+      detail: 'No endpoint GET /nope; the endpoints are listed at /docs',
+      requestId: 'nr',
+    });
   });
 
   test('health: /healthz and /readyz', async () => {

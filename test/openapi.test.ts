@@ -203,7 +203,7 @@ describe('GET /openapi.json', () => {
       type: 'ROUTE_NOT_FOUND',
       title: 'No such endpoint',
       status: 404,
-      detail: 'No endpoint GET /no-such-endpoint',
+      detail: 'No endpoint GET /no-such-endpoint; the endpoints are listed at /docs',
       requestId: 'rid-404',
     });
   });

@@ -330,13 +330,13 @@ describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
     // A key that names a property every object has is still not a product.
     const inherited = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id, { productKey: 'constructor' }) });
     assert.equal(inherited.statusCode, 422);
-    assert.equal(inherited.json().detail, 'The quote has no product "constructor"');
+    assert.equal(inherited.json().detail, 'The quote has no product "constructor"; its products are "standard", "express"');
     assert.equal((await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id, { productKey: '__proto__' }) })).statusCode, 400);
     assert.deepEqual(unknown.json(), {
       type: 'PRODUCT_NOT_AVAILABLE',
       title: 'Product not available',
       status: 422,
-      detail: 'The quote has no product "teleport"',
+      detail: 'The quote has no product "teleport"; its products are "standard", "express"',
       requestId: 'pna',
     });
     const unavailable = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id, { productKey: 'express' }) });

@@ -142,8 +142,11 @@ describeEachStore(
         assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
         assert.deepEqual(res.json(), { type: 'WAREHOUSE_NOT_FOUND', title: 'Warehouse not found', status: 404, detail: `No warehouse ${id}`, requestId: 'nf' });
       }
-      // Ids are canonical lower-case UUIDs, as the service writes them.
-      for (const notCanonical of ['not-a-uuid', id.toUpperCase(), `urn:uuid:${id}`]) {
+      // Upper case is the same id (RFC 9562: case-insensitive on input); other spellings are refused, not a puzzling 404.
+      const upper = await t.as(m, { method: 'GET', url: `/warehouses/${id.toUpperCase()}` });
+      assert.equal(upper.statusCode, 404);
+      assert.equal(upper.json().detail, `No warehouse ${id}`);
+      for (const notCanonical of ['not-a-uuid', `urn:uuid:${id}`, `{${id}}`]) {
         const bad = await t.as(m, { method: 'GET', url: `/warehouses/${notCanonical}` });
         assert.equal(bad.statusCode, 400, notCanonical);
         assert.deepEqual(bad.json().errors, [{ path: '/id', message: 'must match format "uuid"' }]);

@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/transaction.ts';
-import { AppError, ERRORS, type ErrorCode, type FieldError, toProblem } from '../lib/errors.ts';
+import { AppError, type ErrorCode, type FieldError, toProblem } from '../lib/errors.ts';
 import { MULTI_LINE, PHONE, PRODUCT_KEY, SINGLE_LINE } from './schemas.ts';
 
 /** The one place where errors become HTTP responses. Nothing internal (stack, SQL, secrets) reaches a body. */
@@ -15,10 +15,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     return sendProblem(request, reply, appError);
   });
-
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(request, reply, new AppError('ROUTE_NOT_FOUND', `No endpoint ${request.method} ${request.url.split('?')[0]}`)),
-  );
 }
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
@@ -50,12 +46,17 @@ export function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
       : code === 'REQUEST_TIMEOUT'
         ? 'The request did not arrive in time'
         : 'The HTTP request is malformed';
+  socket.end(rawProblem(new AppError(code, detail)));
+}
+
+/** A whole HTTP/1.1 response carrying `error` as problem+json, for answers written straight to a socket (the connection is closed after it). */
+export function rawProblem(error: AppError): string {
   const requestId = randomUUID();
-  const body = JSON.stringify(toProblem(new AppError(code, detail), requestId));
-  const status = ERRORS[code].status;
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  const body = JSON.stringify(toProblem(error, requestId));
+  const extra = Object.entries(error.options.headers ?? {})
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n${extra}Connection: close\r\n\r\n${body}`;
 }
 
 /** Errors Fastify raises before routing (a malformed %-escape, an over-long path parameter): the same envelope as every other error. */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyRequest, RawRequestDefaultExpression } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RawRequestDefaultExpression } from 'fastify';
+import sjson from 'secure-json-parse';
 import { AppError } from '../lib/errors.ts';
 
 /** Request-level plumbing that buildApp wires in: logging hygiene, request ids, proxies, body guards. */
@@ -50,4 +51,111 @@ export function refuseUnreadableBody(request: FastifyRequest): void {
   if (encoding && encoding.toLowerCase() !== 'identity') {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${encoding} is not supported; send the body uncompressed`);
   }
+}
+
+/** How many times a header appears in the raw request (Node keeps only the first Authorization or Host). */
+function headerCount(request: FastifyRequest, name: string): number {
+  const raw = request.raw.rawHeaders;
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) n++;
+  return n;
+}
+
+const headerProblem = (name: string, detail: string, message: string) =>
+  new AppError('VALIDATION_FAILED', detail, { errors: [{ path: `/headers/${name}`, message }] });
+
+/**
+ * Requests whose meaning depends on which copy of a header one reads are refused (400), before
+ * routing's hooks authenticate anything: with two Authorization headers Node keeps the first, a
+ * proxy may keep the last, and they would disagree about who is calling. An HTTP/1.1 request
+ * without Host (RFC 9112 3.2) gets the same envelope as every other error (Node's own answer is a
+ * bare 400, which is why the server is built with requireHostHeader: false).
+ */
+export function refuseAmbiguousHeaders(request: FastifyRequest): void {
+  if (headerCount(request, 'authorization') > 1) {
+    throw headerProblem('authorization', 'Send exactly one Authorization header', 'must appear at most once');
+  }
+  const hosts = headerCount(request, 'host');
+  if (hosts > 1) throw headerProblem('host', 'Send exactly one Host header', 'must appear at most once');
+  if (hosts === 0 && request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1) {
+    throw headerProblem('host', 'HTTP/1.1 requests must carry a Host header (RFC 9112 section 3.2)', 'is required');
+  }
+}
+
+/**
+ * JSON bodies are read as strict UTF-8 and must hold only well-formed Unicode strings. Invalid UTF-8
+ * bytes would otherwise become U+FFFD silently, and a lone surrogate ("\ud800", legal JSON) would be
+ * echoed by the creation answer while the database stores U+FFFD: a later read would differ from it.
+ * Both are a 400 naming where the bad text is. Fastify's own parser does the rest (__proto__ and
+ * constructor.prototype keys refused, empty body).
+ */
+export function strictJsonParser(app: FastifyInstance): void {
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(utf8, body as Buffer));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+}
+
+const bodyProblem = (detail: string, message: string) => new AppError('VALIDATION_FAILED', detail, { errors: [{ path: '', message }] });
+
+function parseJsonBody(utf8: TextDecoder, body: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw bodyProblem('The request body is not valid UTF-8', 'must be UTF-8');
+  }
+  if (text.length === 0) throw bodyProblem('The request body is empty; send a JSON object', 'must be a JSON object');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw bodyProblem('The request body is not valid JSON', 'malformed JSON');
+  }
+  try {
+    // A __proto__ or constructor.prototype key is refused outright (prototype poisoning), as Fastify's own parser does.
+    if (value !== null && typeof value === 'object') sjson.scan(value, { protoAction: 'error', constructorAction: 'error' });
+  } catch {
+    throw bodyProblem(
+      'The request body has a __proto__ or constructor.prototype key, which is never accepted',
+      'must not contain __proto__ or constructor.prototype keys',
+    );
+  }
+  const bad = illFormedStrings(value);
+  if (bad.length > 0) {
+    const errors = bad.slice(0, 20).map((path) => ({ path, message: ILL_FORMED }));
+    const more = bad.length > errors.length ? ` (and ${bad.length - errors.length} more)` : '';
+    throw new AppError('VALIDATION_FAILED', `Request body failed validation: ${errors.map((e) => `${e.path || '/'} ${e.message}`).join('; ')}${more}`, {
+      errors,
+    });
+  }
+  return value;
+}
+
+export const ILL_FORMED = 'must be well-formed Unicode (no lone surrogates)';
+
+/** JSON pointers of every string (value or key) that is not well-formed UTF-16; iterative, so deep nesting cannot overflow the stack. */
+export function illFormedStrings(root: unknown): string[] {
+  const out: string[] = [];
+  const stack: Array<[unknown, string]> = [[root, '']];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop() as [unknown, string];
+    if (typeof value === 'string') {
+      if (!value.isWellFormed()) out.push(path);
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], `${path}/${i}`]);
+    } else if (value !== null && typeof value === 'object') {
+      for (const key of Object.keys(value).reverse()) {
+        const pointer = `${path}/${key.toWellFormed().replace(/~/g, '~0').replace(/\//g, '~1')}`;
+        if (!key.isWellFormed()) out.push(pointer);
+        stack.push([(value as Record<string, unknown>)[key], pointer]);
+      }
+    }
+  }
+  return out;
 }

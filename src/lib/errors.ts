@@ -16,6 +16,7 @@ export const ERRORS = {
   INSUFFICIENT_BALANCE: { status: 402, title: 'Insufficient balance' },
   WRONG_ACTOR: { status: 403, title: 'Wrong kind of actor' },
   ROUTE_NOT_FOUND: { status: 404, title: 'No such endpoint' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   // Operator (CLI) errors; no HTTP route answers them.
   MERCHANT_NOT_FOUND: { status: 404, title: 'Merchant not found' },
   CLIENT_NOT_FOUND: { status: 404, title: 'Client not found' },

@@ -19,7 +19,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 
 export const OPENAPI_FILE = fileURLToPath(new URL('../../openapi.json', import.meta.url));
 
-const UNDOCUMENTED = (path: string) => path === '/openapi.json' || path === '/docs' || path.startsWith('/docs/');
+const UNDOCUMENTED = (path: string) => path === '/' || path === '/openapi.json' || path === '/docs' || path.startsWith('/docs/');
 
 interface MediaType {
   schema?: object;
@@ -151,6 +151,8 @@ export function checkResponse(r: ObservedResponse): void {
     // No documented operation: the only acceptable answer is the not-found handler's problem.
     if (r.status === 404 && isProblemOfType(r, 'ROUTE_NOT_FOUND')) return;
     const known = c.routes.find((candidate) => candidate.pattern.test(path));
+    // A documented path with another method: the service's 405 METHOD_NOT_ALLOWED problem.
+    if (known && r.status === 405 && isProblemOfType(r, 'METHOD_NOT_ALLOWED')) return;
     fail(
       observed,
       known

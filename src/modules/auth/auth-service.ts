@@ -105,7 +105,9 @@ export class AuthService {
 
   /** Resolves the Authorization header of a protected request to its merchant or courier, or throws one of the five auth errors. */
   async authenticate(authorization: string | undefined): Promise<Principal> {
-    const m = authorization ? /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization) : null;
+    // Anything after "Bearer " is a token to verify (an odd spelling is INVALID_ACCESS_TOKEN, not MISSING_ACCESS_TOKEN);
+    // verify() accepts only the one canonical spelling.
+    const m = authorization ? /^Bearer +([\x21-\x7e]+) *$/i.exec(authorization) : null;
     if (!m) {
       throw new AppError('MISSING_ACCESS_TOKEN', 'Send the header Authorization: Bearer <access_token>', {
         headers: { 'www-authenticate': bearerChallenge() },

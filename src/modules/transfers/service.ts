@@ -138,7 +138,10 @@ export class TransfersService {
         if (!quote) throw await this.#whyNotConsumable(trx, merchantId, req.matchmakingId, now);
         const products = JSON.parse(quote.products) as Record<string, PricedProduct>;
         const product = Object.hasOwn(products, req.productKey) ? products[req.productKey] : undefined;
-        if (!product) throw new AppError('PRODUCT_NOT_AVAILABLE', `The quote has no product "${req.productKey}"`);
+        if (!product) {
+          const keys = Object.keys(products).map((k) => `"${k}"`);
+          throw new AppError('PRODUCT_NOT_AVAILABLE', `The quote has no product "${req.productKey}"; its products are ${keys.join(', ')}`);
+        }
         if (product.status !== 'AVAILABLE') {
           throw new AppError('PRODUCT_NOT_AVAILABLE', `Product "${req.productKey}" is not available for this quote (${product.unavailableReason})`);
         }
@@ -199,7 +202,17 @@ export class TransfersService {
   /** The refusal for a quote that could not be consumed: missing (or another merchant's), already used, or expired. */
   async #whyNotConsumable(trx: Db, merchantId: string, quoteId: string, now: number): Promise<AppError> {
     const quote = await quotesRepository.find(trx, merchantId, quoteId);
-    if (!quote) return new AppError('QUOTE_NOT_FOUND', `No quote ${quoteId}`);
+    if (!quote) {
+      // A likely mix-up: the quote's transfer_id (the id the transfer will get) sent as matchmakingId.
+      const byTransferId = await trx
+        .selectFrom('quotes')
+        .select('id')
+        .where('merchant_id', '=', merchantId)
+        .where('transfer_id', '=', quoteId)
+        .executeTakeFirst();
+      const hint = byTransferId ? `: ${quoteId} is the transfer_id of quote ${byTransferId.id}; send the quote's id as matchmakingId` : '';
+      return new AppError('QUOTE_NOT_FOUND', `No quote ${quoteId}${hint}`);
+    }
     if (quote.status === 'consumed') return alreadyUsed(quote.transfer_id);
     if (quote.expires_at <= now) return new AppError('QUOTE_EXPIRED', `Quote ${quote.id} expired at ${iso(quote.expires_at)}; request new options`);
     return alreadyUsed(quote.transfer_id); // consumed by a transaction that committed after our statement began
