@@ -338,6 +338,7 @@ describeEachStore(
     });
   },
   { AUTH_CACHE_TTL_MS: '0' },
+  { pgbouncer: true },
 );
 
 describeEachStore(

@@ -390,73 +390,78 @@ describeEachStore('transfer lifecycle: events, cancellation, refunds', (ctx) => 
   });
 });
 
-describeEachStore('transfer lifecycle: races on real requests', (ctx) => {
-  test('50 concurrent cancels of one transfer: one 200, 49 x 409, one refund, one event', async () => {
-    const t = ctx();
-    const { m, w } = await setup(t, '1000');
-    const tr = await paidTransfer(t, m, w.id);
-    const results = await Promise.all(Array.from({ length: 50 }, () => t.http(m, 'POST', `/transfer/${tr.id}/cancel`, { reason: 'DUPLICATE' })));
-    const statuses = results.map((r) => r.status).sort();
-    assert.deepEqual(statuses, [200, ...Array(49).fill(409)]);
-    for (const r of results.filter((x) => x.status === 409)) assert.deepEqual([r.body.type, r.body.state], ['TRANSFER_NOT_CANCELLABLE', 'cancelled']);
-    const { balance, entries } = await money(t, m);
-    assert.equal(balance, '1000.00');
-    assert.equal(entries.filter((e) => e.kind === 'REFUND').length, 1);
-    const list = await assertGapless(t, m, tr.id);
-    assert.equal(list.filter((e) => e.type === 'transfer.cancelled').length, 1);
-  });
-
-  test('cancel racing the courier pickup: exactly one wins; a refund if and only if cancelled; events gapless', async () => {
-    const t = ctx();
-    const { m, w } = await setup(t, '10000', 'sandbox');
-    const outcomes = new Set<string>();
-    for (let i = 0; i < 8; i++) {
+describeEachStore(
+  'transfer lifecycle: races on real requests',
+  (ctx) => {
+    test('50 concurrent cancels of one transfer: one 200, 49 x 409, one refund, one event', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, '1000');
       const tr = await paidTransfer(t, m, w.id);
-      assert.equal((await advance(t, m, tr.id, 'courierAssigned')).statusCode, 200);
-      const before = (await money(t, m)).balance;
-      const [c, a] = await Promise.all([
-        t.http(m, 'POST', `/transfer/${tr.id}/cancel`, { reason: 'OTHER' }),
-        t.http(m, 'POST', `/sandbox/transfer/${tr.id}/advance`, { to: 'pickedUp' }),
-      ]);
-      assert.equal([c.status, a.status].filter((s) => s === 200).length, 1, `one winner: ${c.status} ${a.status}`);
-      const final = await get(t, m, tr.id);
-      const after = (await money(t, m)).balance;
-      if (c.status === 200) {
-        outcomes.add('cancelled');
-        assert.deepEqual([final.state, a.status, a.body.type, a.body.state], ['cancelled', 409, 'TRANSITION_NOT_ALLOWED', 'cancelled']);
-        assert.equal(Number(after) - Number(before), 466, 'refund less the cancellation fee');
-      } else {
-        outcomes.add('pickedUp');
-        assert.deepEqual([final.state, c.status, c.body.type, c.body.state], ['pickedUp', 409, 'TRANSFER_NOT_CANCELLABLE', 'pickedUp']);
-        assert.equal(after, before, 'no refund');
-      }
-      await assertGapless(t, m, tr.id);
-    }
-    assert.ok(outcomes.size >= 1);
-  });
-
-  test('events stay gapless and ordered when many transfers of one merchant move at once', async () => {
-    const t = ctx();
-    const { m, w } = await setup(t, '20000', 'sandbox');
-    const trs = await Promise.all(Array.from({ length: 10 }, () => paidTransfer(t, m, w.id)));
-    await Promise.all(
-      trs.map(async (tr, i) => {
-        for (const to of i % 2
-          ? ['courierAssigned', 'inProgress', 'courierAssigned', 'pickedUp', 'delivered']
-          : ['courierAssigned', 'pickedUp', 'returning', 'returned']) {
-          const r = await t.http(m, 'POST', `/sandbox/transfer/${tr.id}/advance`, { to });
-          assert.equal(r.status, 200, JSON.stringify(r.body));
-        }
-      }),
-    );
-    for (const tr of trs) {
+      const results = await Promise.all(Array.from({ length: 50 }, () => t.http(m, 'POST', `/transfer/${tr.id}/cancel`, { reason: 'DUPLICATE' })));
+      const statuses = results.map((r) => r.status).sort();
+      assert.deepEqual(statuses, [200, ...Array(49).fill(409)]);
+      for (const r of results.filter((x) => x.status === 409)) assert.deepEqual([r.body.type, r.body.state], ['TRANSFER_NOT_CANCELLABLE', 'cancelled']);
+      const { balance, entries } = await money(t, m);
+      assert.equal(balance, '1000.00');
+      assert.equal(entries.filter((e) => e.kind === 'REFUND').length, 1);
       const list = await assertGapless(t, m, tr.id);
-      for (let i = 1; i < list.length; i++) assert.ok((list[i] as any).position > (list[i - 1] as any).position);
-    }
-    const { balance } = await money(t, m);
-    assert.equal(balance, String((20000 - 10 * 516 + 5 * 416).toFixed(2)));
-  });
-});
+      assert.equal(list.filter((e) => e.type === 'transfer.cancelled').length, 1);
+    });
+
+    test('cancel racing the courier pickup: exactly one wins; a refund if and only if cancelled; events gapless', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, '10000', 'sandbox');
+      const outcomes = new Set<string>();
+      for (let i = 0; i < 8; i++) {
+        const tr = await paidTransfer(t, m, w.id);
+        assert.equal((await advance(t, m, tr.id, 'courierAssigned')).statusCode, 200);
+        const before = (await money(t, m)).balance;
+        const [c, a] = await Promise.all([
+          t.http(m, 'POST', `/transfer/${tr.id}/cancel`, { reason: 'OTHER' }),
+          t.http(m, 'POST', `/sandbox/transfer/${tr.id}/advance`, { to: 'pickedUp' }),
+        ]);
+        assert.equal([c.status, a.status].filter((s) => s === 200).length, 1, `one winner: ${c.status} ${a.status}`);
+        const final = await get(t, m, tr.id);
+        const after = (await money(t, m)).balance;
+        if (c.status === 200) {
+          outcomes.add('cancelled');
+          assert.deepEqual([final.state, a.status, a.body.type, a.body.state], ['cancelled', 409, 'TRANSITION_NOT_ALLOWED', 'cancelled']);
+          assert.equal(Number(after) - Number(before), 466, 'refund less the cancellation fee');
+        } else {
+          outcomes.add('pickedUp');
+          assert.deepEqual([final.state, c.status, c.body.type, c.body.state], ['pickedUp', 409, 'TRANSFER_NOT_CANCELLABLE', 'pickedUp']);
+          assert.equal(after, before, 'no refund');
+        }
+        await assertGapless(t, m, tr.id);
+      }
+      assert.ok(outcomes.size >= 1);
+    });
+
+    test('events stay gapless and ordered when many transfers of one merchant move at once', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, '20000', 'sandbox');
+      const trs = await Promise.all(Array.from({ length: 10 }, () => paidTransfer(t, m, w.id)));
+      await Promise.all(
+        trs.map(async (tr, i) => {
+          for (const to of i % 2
+            ? ['courierAssigned', 'inProgress', 'courierAssigned', 'pickedUp', 'delivered']
+            : ['courierAssigned', 'pickedUp', 'returning', 'returned']) {
+            const r = await t.http(m, 'POST', `/sandbox/transfer/${tr.id}/advance`, { to });
+            assert.equal(r.status, 200, JSON.stringify(r.body));
+          }
+        }),
+      );
+      for (const tr of trs) {
+        const list = await assertGapless(t, m, tr.id);
+        for (let i = 1; i < list.length; i++) assert.ok((list[i] as any).position > (list[i - 1] as any).position);
+      }
+      const { balance } = await money(t, m);
+      assert.equal(balance, String((20000 - 10 * 516 + 5 * 416).toFixed(2)));
+    });
+  },
+  {},
+  { pgbouncer: true },
+);
 
 describeEachStore('sandbox: the simulated courier', (ctx) => {
   test('every allowed transition and every refused one, from every state (409 names the state and the allowed targets)', async () => {
@@ -584,43 +589,51 @@ describeEachStore(
   { SANDBOX_STEP_SECONDS: '10' },
 );
 
-describeEachStore('assignment timeout: the scheduler', (ctx, store) => {
-  test('two instances with an injected clock: each transfer without a courier after ASSIGNMENT_TIMEOUT_MINUTES is cancelled once, with a full refund', async () => {
-    const t = ctx();
-    const second = await createTestApp(store, { ASSIGNMENT_TIMEOUT_MINUTES: '60' }, t.store);
-    try {
-      const { m, w } = await setup(t, '10000');
-      const stale = [await paidTransfer(t, m, w.id), await paidTransfer(t, m, w.id), await paidTransfer(t, m, w.id)];
-      const assigned = await paidTransfer(t, m, w.id);
-      await courierMove(t, assigned.id, 'courierAssigned');
-      t.clock.advance(30 * 60_000);
-      const fresh = await paidTransfer(t, m, w.id);
-      t.clock.advance(30 * 60_000);
-      second.clock.advance(t.clock.now() - second.clock.now());
+describeEachStore(
+  'assignment timeout: the scheduler',
+  (ctx, store) => {
+    test('two instances with an injected clock: each transfer without a courier after ASSIGNMENT_TIMEOUT_MINUTES is cancelled once, with a full refund', async () => {
+      const t = ctx();
+      const second = await createTestApp(store, { ASSIGNMENT_TIMEOUT_MINUTES: '60' }, t.store);
+      try {
+        const { m, w } = await setup(t, '10000');
+        const stale = [await paidTransfer(t, m, w.id), await paidTransfer(t, m, w.id), await paidTransfer(t, m, w.id)];
+        const assigned = await paidTransfer(t, m, w.id);
+        await courierMove(t, assigned.id, 'courierAssigned');
+        t.clock.advance(30 * 60_000);
+        const fresh = await paidTransfer(t, m, w.id);
+        t.clock.advance(30 * 60_000);
+        second.clock.advance(t.clock.now() - second.clock.now());
 
-      const counts = await Promise.all([
-        t.services.transfers.cancelUnassigned(),
-        second.services.transfers.cancelUnassigned(),
-        t.services.transfers.cancelUnassigned(),
-      ]);
-      assert.equal(
-        counts.reduce((a, b) => a + b, 0),
-        3,
-        'three cancellations in all, whichever instance made them',
-      );
-      for (const s of stale) {
-        const got = await get(t, m, s.id);
-        assert.deepEqual([got.state, got.cancellation.actor, got.cancellation.reason, got.refundedAmount], ['cancelled', 'system', 'NO_COURIER_ASSIGNED', 516]);
-        const list = await assertGapless(t, m, s.id);
-        assert.deepEqual(list.at(-1)?.actor, { type: 'system' });
+        const counts = await Promise.all([
+          t.services.transfers.cancelUnassigned(),
+          second.services.transfers.cancelUnassigned(),
+          t.services.transfers.cancelUnassigned(),
+        ]);
+        assert.equal(
+          counts.reduce((a, b) => a + b, 0),
+          3,
+          'three cancellations in all, whichever instance made them',
+        );
+        for (const s of stale) {
+          const got = await get(t, m, s.id);
+          assert.deepEqual(
+            [got.state, got.cancellation.actor, got.cancellation.reason, got.refundedAmount],
+            ['cancelled', 'system', 'NO_COURIER_ASSIGNED', 516],
+          );
+          const list = await assertGapless(t, m, s.id);
+          assert.deepEqual(list.at(-1)?.actor, { type: 'system' });
+        }
+        assert.equal((await get(t, m, assigned.id)).state, 'courierAssigned', 'a transfer with a courier is left alone');
+        assert.equal((await get(t, m, fresh.id)).state, 'inProgress', 'a younger transfer is left alone');
+        const { balance, entries } = await money(t, m);
+        assert.equal(entries.filter((e) => e.kind === 'REFUND').length, 3);
+        assert.equal(balance, String((10000 - 2 * 516).toFixed(2)));
+      } finally {
+        await second.close();
       }
-      assert.equal((await get(t, m, assigned.id)).state, 'courierAssigned', 'a transfer with a courier is left alone');
-      assert.equal((await get(t, m, fresh.id)).state, 'inProgress', 'a younger transfer is left alone');
-      const { balance, entries } = await money(t, m);
-      assert.equal(entries.filter((e) => e.kind === 'REFUND').length, 3);
-      assert.equal(balance, String((10000 - 2 * 516).toFixed(2)));
-    } finally {
-      await second.close();
-    }
-  });
-});
+    });
+  },
+  {},
+  { pgbouncer: true },
+);

@@ -432,50 +432,55 @@ describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
   });
 });
 
-describeEachStore('transfers under real concurrency', (ctx) => {
-  test('50 concurrent POST /transfer on one quote: exactly one 201, 49 × 409, charged once', async () => {
-    const t = ctx();
-    const { m, w } = await setup(t, '1000');
-    const q = await quote(t, m, w.id);
-    const token = await t.token(m);
-    const results = await Promise.all(Array.from({ length: 50 }, () => t.http(token, 'POST', '/transfer', transferBody(q.id))));
-    const statuses = results.map((r) => r.status).sort();
-    assert.deepEqual(statuses, [201, ...Array(49).fill(409)]);
-    for (const r of results.filter((r) => r.status === 409)) {
-      assert.equal(r.body.type, 'QUOTE_ALREADY_USED');
-      assert.equal(r.body.transferId, q.transfer_id);
-    }
-    assert.equal(await countTransfers(t, m.merchantId), 1);
-    const { balance, entries } = await money(t, m);
-    assert.equal(balance, '484.00');
-    assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 1);
-  });
+describeEachStore(
+  'transfers under real concurrency',
+  (ctx) => {
+    test('50 concurrent POST /transfer on one quote: exactly one 201, 49 × 409, charged once', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, '1000');
+      const q = await quote(t, m, w.id);
+      const token = await t.token(m);
+      const results = await Promise.all(Array.from({ length: 50 }, () => t.http(token, 'POST', '/transfer', transferBody(q.id))));
+      const statuses = results.map((r) => r.status).sort();
+      assert.deepEqual(statuses, [201, ...Array(49).fill(409)]);
+      for (const r of results.filter((r) => r.status === 409)) {
+        assert.equal(r.body.type, 'QUOTE_ALREADY_USED');
+        assert.equal(r.body.transferId, q.transfer_id);
+      }
+      assert.equal(await countTransfers(t, m.merchantId), 1);
+      const { balance, entries } = await money(t, m);
+      assert.equal(balance, '484.00');
+      assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 1);
+    });
 
-  test('20 concurrent transfers on distinct quotes, balance for only 5: exactly 5 succeed, balance ends at 0', async () => {
-    const t = ctx();
-    const { m, w } = await setup(t, ((5 * STANDARD_MINOR) / 100).toFixed(2));
-    const quotes = [];
-    for (let i = 0; i < 20; i++) quotes.push(await quote(t, m, w.id));
-    const token = await t.token(m);
-    const results = await Promise.all(quotes.map((q) => t.http(token, 'POST', '/transfer', transferBody(q.id))));
-    const ok = results.filter((r) => r.status === 201);
-    assert.equal(ok.length, 5);
-    assert.ok(
-      results.every((r) => r.status === 201 || (r.status === 402 && r.body.type === 'INSUFFICIENT_BALANCE')),
-      JSON.stringify(results.map((r) => r.status)),
-    );
-    const { balance, entries } = await money(t, m);
-    assert.equal(balance, '0.00');
-    assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 5);
-    assert.ok(
-      entries.every((e) => Number(e.balanceAfter) >= 0),
-      'never negative at any point of the ledger',
-    );
-    assert.equal(await countTransfers(t, m.merchantId), 5);
-    const consumed = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).where('status', '=', 'consumed').execute();
-    assert.equal(consumed.length, 5, 'refused transfers left their quotes pending');
-  });
-});
+    test('20 concurrent transfers on distinct quotes, balance for only 5: exactly 5 succeed, balance ends at 0', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, ((5 * STANDARD_MINOR) / 100).toFixed(2));
+      const quotes = [];
+      for (let i = 0; i < 20; i++) quotes.push(await quote(t, m, w.id));
+      const token = await t.token(m);
+      const results = await Promise.all(quotes.map((q) => t.http(token, 'POST', '/transfer', transferBody(q.id))));
+      const ok = results.filter((r) => r.status === 201);
+      assert.equal(ok.length, 5);
+      assert.ok(
+        results.every((r) => r.status === 201 || (r.status === 402 && r.body.type === 'INSUFFICIENT_BALANCE')),
+        JSON.stringify(results.map((r) => r.status)),
+      );
+      const { balance, entries } = await money(t, m);
+      assert.equal(balance, '0.00');
+      assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 5);
+      assert.ok(
+        entries.every((e) => Number(e.balanceAfter) >= 0),
+        'never negative at any point of the ledger',
+      );
+      assert.equal(await countTransfers(t, m.merchantId), 5);
+      const consumed = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).where('status', '=', 'consumed').execute();
+      assert.equal(consumed.length, 5, 'refused transfers left their quotes pending');
+    });
+  },
+  {},
+  { pgbouncer: true },
+);
 
 describeEachStore('transfer codes', (ctx) => {
   test('a colliding transferCode is redrawn: the transfer succeeds, nothing is charged twice', async () => {

@@ -7,7 +7,7 @@ import { ManualClock } from '../../src/lib/clock.ts';
 import { parseMajorAmount } from '../../src/lib/money.ts';
 import type { Services } from '../../src/services.ts';
 import { checkContract, checkFetchResponse } from './contract.ts';
-import { createStore, migrateForTest, STORES, type StoreName, type TestStore } from './stores.ts';
+import { createStore, migrateForTest, PGBOUNCER_URL, STORES, type StoreName, type TestStore } from './stores.ts';
 
 /** A fixed signing key for tests (never used outside them). */
 export const TEST_SIGNING_KEYS = 'test:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
@@ -151,8 +151,14 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
  * Runs a suite once per store (SQLite always, PostgreSQL when TEST_POSTGRES_URL is set), with one
  * app per store shared by the suite's tests. Tests create their own merchants, so they don't interfere.
  */
-export function describeEachStore(name: string, fn: (ctx: () => TestApp, store: StoreName) => void, env: Record<string, string> = {}): void {
-  for (const store of STORES) {
+export function describeEachStore(
+  name: string,
+  fn: (ctx: () => TestApp, store: StoreName) => void,
+  env: Record<string, string> = {},
+  /** pgbouncer: also run through PgBouncer in transaction mode (when npm test started one). */
+  opts: { pgbouncer?: boolean } = {},
+): void {
+  for (const store of [...STORES, ...(opts.pgbouncer && PGBOUNCER_URL ? (['pgbouncer'] as const) : [])]) {
     describe(`${name} [${store}]`, () => {
       let t: TestApp;
       before(async () => {

@@ -10,7 +10,7 @@ import { type Database, migrateToLatest } from '../../src/db/database.ts';
  * TEST_POSTGRES_URL is set, on PostgreSQL too. Each test database is fresh: a temp file, or a
  * schema of its own (dropped afterwards), so runs can repeat and run in parallel.
  */
-export type StoreName = 'sqlite' | 'postgres';
+export type StoreName = 'sqlite' | 'postgres' | 'pgbouncer';
 
 export interface TestStore {
   name: StoreName;
@@ -23,6 +23,12 @@ export interface TestStore {
 
 export const POSTGRES_URL = process.env.TEST_POSTGRES_URL || undefined;
 export const STORES: StoreName[] = POSTGRES_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+/**
+ * PgBouncer (transaction pooling) in front of the same server, started by `npm test` (scripts/test.ts)
+ * when PostgreSQL is enabled and pgbouncer is installed: postgres://USER@127.0.0.1:PORT/ (add a database).
+ * Suites that opt in (money races, several instances) run a third time through it.
+ */
+export const PGBOUNCER_URL = (POSTGRES_URL && process.env.TEST_PGBOUNCER_URL) || undefined;
 
 /** For suites that need PostgreSQL: the skip reason (printed once) when TEST_POSTGRES_URL is unset, else false. */
 export function postgresOnly(what: string): string | false {
@@ -39,6 +45,21 @@ export async function createStore(name: StoreName): Promise<TestStore> {
     return { name, url, env: { DATABASE_URL: url }, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
   }
   if (!POSTGRES_URL) throw new Error('TEST_POSTGRES_URL is not set');
+  if (name === 'pgbouncer') {
+    // Through a pooler in transaction mode, startup options (search_path) are refused: a database per store, not a schema.
+    if (!PGBOUNCER_URL) throw new Error('TEST_PGBOUNCER_URL is not set');
+    const database = `t_${randomBytes(6).toString('hex')}`;
+    await adminQuery(`create database ${database}`);
+    const url = `${PGBOUNCER_URL}${database}`;
+    return {
+      name,
+      url,
+      env: { DATABASE_URL: url },
+      cleanup: async () => {
+        await adminQuery(`drop database if exists ${database} with (force)`);
+      },
+    };
+  }
   const schema = `t_${randomBytes(6).toString('hex')}`;
   await adminQuery(`create schema ${schema}`);
   return {
