@@ -20,6 +20,8 @@ export interface Config {
   signingKeysFile: string;
   authCacheTtlMs: number;
   quoteTtlSeconds: number;
+  /** Unused quotes are purged this many days after they expired. */
+  quoteRetentionDays: number;
   paymentTtlMinutes: number;
   currency: string;
   maxWarehousesPerMerchant: number;
@@ -143,6 +145,7 @@ export function loadConfig(env: Env = process.env): Config {
     signingKeysFile: str('SIGNING_KEYS_FILE', './data/signing-keys.json'),
     authCacheTtlMs: int('AUTH_CACHE_TTL_MS', 1000, 0, 1000),
     quoteTtlSeconds: int('QUOTE_TTL_SECONDS', 900, 1, 86_400),
+    quoteRetentionDays: int('QUOTE_RETENTION_DAYS', 30, 1, 3650),
     paymentTtlMinutes: int('PAYMENT_TTL_MINUTES', 30, 1, 10_080),
     currency,
     maxWarehousesPerMerchant: int('MAX_WAREHOUSES_PER_MERCHANT', 1000, 1, 100_000),

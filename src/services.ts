@@ -59,7 +59,15 @@ export function createServices({ config, database, clock, signingKeys }: Service
     warehouses,
     idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours),
     tariffs,
-    quotes: new QuotesService({ db, clock, tariffs, warehouses, ttlSeconds: config.quoteTtlSeconds, currency: config.currency }),
+    quotes: new QuotesService({
+      db,
+      clock,
+      tariffs,
+      warehouses,
+      ttlSeconds: config.quoteTtlSeconds,
+      currency: config.currency,
+      retentionDays: config.quoteRetentionDays,
+    }),
     transfers,
     couriers: new CouriersService({
       db,

@@ -563,7 +563,7 @@ describeEachStore(
       assert.equal(auto.sandbox, true);
       const manual = await paidTransfer(t, m, w.id);
       await advance(t, m, manual.id, 'courierAssigned');
-      const scheduler = startScheduler({ transfers: t.services.transfers, intervalMs: 3_600_000, log: { info() {}, error() {} } });
+      const scheduler = startScheduler({ ...t.services, intervalMs: 3_600_000, log: { info() {}, error() {} } });
       try {
         await scheduler.runOnce();
         assert.equal((await get(t, m, auto.id)).state, 'inProgress', 'not due yet');
@@ -636,4 +636,44 @@ describeEachStore(
   },
   {},
   { pgbouncer: true },
+);
+
+describeEachStore(
+  'retention: the scheduler purges in bounded batches',
+  (ctx) => {
+    test('idempotency keys older than IDEMPOTENCY_TTL_HOURS and unused quotes expired for QUOTE_RETENTION_DAYS are purged; consumed quotes and fresh rows stay', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, '5000');
+      const used = await quote(t, m, w.id);
+      await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(used.id) });
+      const unused = await Promise.all(Array.from({ length: 7 }, () => quote(t, m, w.id)));
+      for (let i = 0; i < 7; i++) {
+        await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'idempotency-key': `retention-${i}` }, payload: warehouseBody({ name: `W${i}` }) });
+      }
+      const count = async () => ({
+        keys: (await t.database.db.selectFrom('idempotency_keys').select('idempotency_key').where('merchant_id', '=', m.merchantId).execute()).length,
+        quotes: (await t.database.db.selectFrom('quotes').select(['id', 'status']).where('merchant_id', '=', m.merchantId).execute()).map((q) => q.status),
+      });
+      assert.deepEqual((await count()).keys, 7);
+      const scheduler = startScheduler({ ...t.services, intervalMs: 3_600_000, log: { info() {}, error() {} }, batch: 1 });
+      try {
+        assert.deepEqual(await scheduler.runOnce(), { cancelled: 0, sandboxSteps: 0, purgedIdempotencyKeys: 0, purgedQuotes: 0 }, 'nothing is old yet');
+        t.clock.advance(2 * 86_400_000); // past the 24 h key lifetime; the quotes expired 15 min in, not yet 3 days ago
+        const first = await scheduler.runOnce();
+        assert.deepEqual([first.purgedIdempotencyKeys, first.purgedQuotes], [5, 0], 'batches of 5 x batch');
+        t.clock.advance(2 * 86_400_000);
+        const second = await scheduler.runOnce();
+        assert.deepEqual([second.purgedIdempotencyKeys, second.purgedQuotes], [2, 5]);
+        const third = await scheduler.runOnce();
+        assert.deepEqual([third.purgedIdempotencyKeys, third.purgedQuotes], [0, 2]);
+      } finally {
+        await scheduler.stop();
+      }
+      const after = await count();
+      assert.equal(after.keys, 0);
+      assert.deepEqual(after.quotes, ['consumed'], 'the consumed quote stays with its transfer');
+      assert.ok(unused.length === 7);
+    });
+  },
+  { QUOTE_RETENTION_DAYS: '3' },
 );

@@ -8,7 +8,7 @@ export interface Background {
 
 /** Everything that runs beside the HTTP API: `mds serve` embeds it (unless switched off), `mds worker` runs it alone. */
 export function startBackground(services: Services, config: Config, log: Logger): Background {
-  const scheduler = startScheduler({ transfers: services.transfers, intervalMs: config.schedulerIntervalMs, log });
+  const scheduler = startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, log });
   log.info({ intervalMs: config.schedulerIntervalMs }, 'scheduler started');
   return {
     async stop() {

@@ -1,3 +1,5 @@
+import type { IdempotencyService } from '../modules/idempotency/service.ts';
+import type { QuotesService } from '../modules/quotes/service.ts';
 import type { TransfersService } from '../modules/transfers/service.ts';
 
 export interface Logger {
@@ -5,9 +7,16 @@ export interface Logger {
   error(obj: object, msg: string): void;
 }
 
+export interface SchedulerPass {
+  cancelled: number;
+  sandboxSteps: number;
+  purgedIdempotencyKeys: number;
+  purgedQuotes: number;
+}
+
 export interface Scheduler {
-  /** One pass: cancel transfers that found no courier in time, take the sandbox courier's due steps. */
-  runOnce(): Promise<{ cancelled: number; sandboxSteps: number }>;
+  /** One pass: cancel transfers that found no courier in time, take the sandbox courier's due steps, purge what is past retention. */
+  runOnce(): Promise<SchedulerPass>;
   /** Stops the timer and waits for a pass under way. */
   stop(): Promise<void>;
 }
@@ -17,25 +26,40 @@ export interface Scheduler {
  * on the transfer's current state, so a transfer is cancelled (and refunded) once however many
  * schedulers see it. Batches are bounded; a full batch runs again at once.
  */
-export function startScheduler(opts: { transfers: TransfersService; intervalMs: number; log: Logger; batch?: number }): Scheduler {
+export function startScheduler(opts: {
+  transfers: TransfersService;
+  idempotency: IdempotencyService;
+  quotes: QuotesService;
+  intervalMs: number;
+  log: Logger;
+  batch?: number;
+  /** Called after every pass (metrics). */
+  onPass?: (pass: SchedulerPass) => void;
+}): Scheduler {
   const batch = opts.batch ?? 100;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   let stopped = false;
 
-  const runOnce = async () => {
+  const runOnce = async (): Promise<SchedulerPass> => {
     const cancelled = await opts.transfers.cancelUnassigned(batch);
     const sandboxSteps = await opts.transfers.stepSandbox(batch);
+    // Retention in bounded batches: a large backlog is worked off over several passes, never one long statement.
+    const purgedIdempotencyKeys = await opts.idempotency.purgeExpired(batch * 5);
+    const purgedQuotes = await opts.quotes.purgeExpired(batch * 5);
     if (cancelled > 0) opts.log.info({ cancelled }, 'cancelled transfers that found no courier in time');
-    return { cancelled, sandboxSteps };
+    if (purgedIdempotencyKeys + purgedQuotes > 0) opts.log.info({ purgedIdempotencyKeys, purgedQuotes }, 'purged records past retention');
+    const pass = { cancelled, sandboxSteps, purgedIdempotencyKeys, purgedQuotes };
+    opts.onPass?.(pass);
+    return pass;
   };
 
   const tick = async () => {
     let again = false;
     try {
       running = runOnce();
-      const r = (await running) as Awaited<ReturnType<typeof runOnce>>;
-      again = r.cancelled >= batch || r.sandboxSteps >= batch;
+      const r = (await running) as SchedulerPass;
+      again = r.cancelled >= batch || r.sandboxSteps >= batch || r.purgedIdempotencyKeys >= batch * 5 || r.purgedQuotes >= batch * 5;
     } catch (err) {
       opts.log.error({ err }, 'scheduler pass failed; retrying at the next interval');
     } finally {

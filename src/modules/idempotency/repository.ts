@@ -55,8 +55,23 @@ export const idempotencyRepository = {
       .execute();
   },
 
-  async deleteOlderThan(db: Db, before: number): Promise<number> {
-    const r = await db.deleteFrom('idempotency_keys').where('created_at', '<', before).executeTakeFirst();
+  /** Deletes at most `limit` keys created before `before` (the scheduler's bounded retention batches). */
+  async deleteOlderThan(db: Db, before: number, limit: number): Promise<number> {
+    const r = await db
+      .deleteFrom('idempotency_keys')
+      .where((eb) =>
+        eb(
+          eb.refTuple('merchant_id', 'idempotency_key'),
+          'in',
+          eb
+            .selectFrom('idempotency_keys')
+            .select(['merchant_id', 'idempotency_key'])
+            .where('created_at', '<=', before)
+            .limit(limit)
+            .$asTuple('merchant_id', 'idempotency_key'),
+        ),
+      )
+      .executeTakeFirst();
     return Number(r.numDeletedRows);
   },
 };

@@ -25,7 +25,6 @@ export class IdempotencyService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
   readonly #ttlMs: number;
-  #lastSweep = 0;
   constructor(db: Kysely<DB>, clock: Clock, ttlHours: number) {
     this.#db = db;
     this.#clock = clock;
@@ -34,7 +33,6 @@ export class IdempotencyService {
 
   async begin(merchantId: string, key: string, requestHash: string): Promise<BeginResult> {
     const now = this.#clock.now();
-    await this.#sweep(now);
     const fresh = {
       merchant_id: merchantId,
       idempotency_key: key,
@@ -80,9 +78,8 @@ export class IdempotencyService {
     await idempotencyRepository.release(this.#db, merchantId, key);
   }
 
-  async #sweep(now: number): Promise<void> {
-    if (now - this.#lastSweep < 60_000) return;
-    this.#lastSweep = now;
-    await idempotencyRepository.deleteOlderThan(this.#db, now - this.#ttlMs);
+  /** Retention: deletes up to `limit` keys older than IDEMPOTENCY_TTL_HOURS (the scheduler calls it). */
+  async purgeExpired(limit: number): Promise<number> {
+    return idempotencyRepository.deleteOlderThan(this.#db, this.#clock.now() - this.#ttlMs, limit);
   }
 }

@@ -23,4 +23,13 @@ export const quotesRepository = {
       .returningAll()
       .executeTakeFirst();
   },
+
+  /** Deletes at most `limit` quotes that were never used and expired before `before` (retention). */
+  async deleteUnusedExpiredBefore(db: Db, before: number, limit: number): Promise<number> {
+    const r = await db
+      .deleteFrom('quotes')
+      .where('id', 'in', (eb) => eb.selectFrom('quotes').select('id').where('status', '=', 'pending').where('expires_at', '<=', before).limit(limit))
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  },
 };

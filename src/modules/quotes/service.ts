@@ -31,13 +31,29 @@ export class QuotesService {
   readonly #warehouses: WarehousesService;
   readonly #ttlMs: number;
   readonly #currency: string;
-  constructor(opts: { db: Kysely<DB>; clock: Clock; tariffs: TariffsService; warehouses: WarehousesService; ttlSeconds: number; currency: string }) {
+  readonly #retentionMs: number;
+  constructor(opts: {
+    db: Kysely<DB>;
+    clock: Clock;
+    tariffs: TariffsService;
+    warehouses: WarehousesService;
+    ttlSeconds: number;
+    currency: string;
+    /** Unused quotes are deleted this long after they expired (consumed ones stay with their transfer). */
+    retentionDays: number;
+  }) {
     this.#db = opts.db;
     this.#clock = opts.clock;
     this.#tariffs = opts.tariffs;
     this.#warehouses = opts.warehouses;
     this.#ttlMs = opts.ttlSeconds * 1000;
     this.#currency = opts.currency;
+    this.#retentionMs = opts.retentionDays * 86_400_000;
+  }
+
+  /** Retention: deletes up to `limit` unused quotes expired for longer than QUOTE_RETENTION_DAYS. */
+  async purgeExpired(limit: number): Promise<number> {
+    return quotesRepository.deleteUnusedExpiredBefore(this.#db, this.#clock.now() - this.#retentionMs, limit);
   }
 
   /** Prices every product from the merchant's ACTIVE warehouse to the destination and stores a pending quote with those prices frozen. */
