@@ -17,6 +17,8 @@ import { authRoutes } from './modules/auth/routes.ts';
 import { courierRoutes } from './modules/couriers/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { balanceRoutes } from './modules/merchants/routes.ts';
+import type { Metrics } from './modules/metrics/metrics.ts';
+import { registerMetrics } from './modules/metrics/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
 import { transferRoutes } from './modules/transfers/routes.ts';
 import { warehouseRoutes } from './modules/warehouses/routes.ts';
@@ -27,6 +29,8 @@ export interface AppDeps {
   database: Database;
   signingKeys: SigningKey[];
   clock?: Clock;
+  /** Counts requests and serves GET /metrics (with METRICS_TOKEN); none in-process unless given. */
+  metrics?: Metrics;
   /** Where logs go (tests collect them); stdout by default. */
   logStream?: DestinationStream;
 }
@@ -81,6 +85,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   registerErrorHandling(app);
   registerRouting(app);
+  if (deps.metrics) registerMetrics(app, deps.metrics, config.metricsToken);
   await registerOpenApi(app);
 
   await app.register(healthRoutes(database));

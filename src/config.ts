@@ -45,6 +45,11 @@ export interface Config {
   /** Whether this instance runs the scheduler (assignment timeouts, sandbox steps). */
   schedulerEnabled: boolean;
   schedulerIntervalMs: number;
+  /** GET /metrics on the API port needs `Authorization: Bearer METRICS_TOKEN`; unset: not served there. */
+  metricsToken: string | undefined;
+  /** Serve /metrics alone on this port (no token; keep it private); unset: no metrics port. */
+  metricsPort: number | undefined;
+  metricsHost: string;
   /** The public base URL of the API (scheme, host, optional path; no trailing slash), e.g. for the OAuth discovery document; unset: taken from each request. */
   publicBaseUrl: string | undefined;
 }
@@ -123,6 +128,11 @@ export function loadConfig(env: Env = process.env): Config {
     return raw === 'true' || (raw !== 'false' && def);
   };
 
+  const metricsToken = str('METRICS_TOKEN', '') || undefined;
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,200}$/.test(metricsToken)) {
+    problems.push('METRICS_TOKEN must be 16 to 200 printable characters without spaces (generate one with `openssl rand -hex 24`)');
+  }
+
   const publicBaseUrl = parsePublicBaseUrl(str('PUBLIC_BASE_URL', ''), problems);
 
   const trustProxyRaw = str('TRUST_PROXY', 'false');
@@ -162,6 +172,9 @@ export function loadConfig(env: Env = process.env): Config {
     maxJobsPerCourier: int('MAX_JOBS_PER_COURIER', 1, 1, 100),
     schedulerEnabled: bool('SCHEDULER_ENABLED', true),
     schedulerIntervalMs: int('SCHEDULER_INTERVAL_SECONDS', 5, 1, 3600) * 1000,
+    metricsToken,
+    metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0, 0, 65535) : undefined,
+    metricsHost: str('METRICS_HOST', '127.0.0.1'),
     publicBaseUrl,
   };
 

@@ -8,6 +8,7 @@ import { type Database, migrateToLatest, openDatabase } from './db/database.ts';
 import { retryChannel } from './db/transaction.ts';
 import { systemClock } from './lib/clock.ts';
 import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
+import { Metrics, startMetricsServer } from './modules/metrics/metrics.ts';
 import { createServices } from './services.ts';
 
 export interface RunningServer {
@@ -33,7 +34,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
   const onRetry = (message: unknown) => app?.log.debug(message as object, 'transaction retried');
   retryChannel.subscribe(onRetry);
-  app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config) });
+  const metrics = new Metrics(database);
+  app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config), metrics });
   // While stopping, answers close their connection: otherwise a connection busy when stop() began stays open
   // as an idle keep-alive one, and the shutdown waits out the 65 s keep-alive timeout.
   let closing = false;
@@ -43,7 +45,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
   const url = await app.listen({ port: config.port, host: config.host });
   app.log.info({ database: database.describe, dialect: database.dialect }, `ready: ${url} (API docs at ${url}/docs)`);
-  const background: Background | undefined = config.schedulerEnabled ? startBackground(app.services, config, app.log) : undefined;
+  const background: Background | undefined = config.schedulerEnabled ? startBackground(app.services, config, app.log, metrics) : undefined;
+  const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
+  if (metricsServer) app.log.info(`metrics: ${metricsServer.url}/metrics`);
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
@@ -51,6 +55,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
       closing = true;
       await background?.stop();
       await app.close(); // stops accepting, lets in-flight requests finish
+      await metricsServer?.close();
+      metrics.close();
       await database.close();
       releaseDatabase();
       retryChannel.unsubscribe(onRetry);
@@ -68,11 +74,15 @@ export async function startWorker(config: Config): Promise<{ stop(): Promise<voi
   const log = pino({ level: config.logLevel });
   // The worker signs no tokens: no key file is needed (or created) to run it.
   const services = createServices({ config, database, clock: systemClock, signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
-  const background = startBackground(services, config, log);
-  log.info({ database: database.describe }, 'worker running');
+  const metrics = new Metrics(database);
+  const background = startBackground(services, config, log, metrics);
+  const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
+  log.info({ database: database.describe, ...(metricsServer ? { metrics: `${metricsServer.url}/metrics` } : {}) }, 'worker running');
   return {
     async stop() {
       await background.stop();
+      await metricsServer?.close();
+      metrics.close();
       await database.close();
       releaseDatabase();
     },

@@ -1,4 +1,5 @@
 import type { Config } from '../config.ts';
+import type { Metrics } from '../modules/metrics/metrics.ts';
 import type { Services } from '../services.ts';
 import { type Logger, startScheduler } from './scheduler.ts';
 
@@ -7,8 +8,8 @@ export interface Background {
 }
 
 /** Everything that runs beside the HTTP API: `mds serve` embeds it (unless switched off), `mds worker` runs it alone. */
-export function startBackground(services: Services, config: Config, log: Logger): Background {
-  const scheduler = startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, log });
+export function startBackground(services: Services, config: Config, log: Logger, metrics?: Metrics): Background {
+  const scheduler = startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, log, onPass: (p) => metrics?.schedulerPass(p) });
   log.info({ intervalMs: config.schedulerIntervalMs }, 'scheduler started');
   return {
     async stop() {

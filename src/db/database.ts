@@ -15,6 +15,8 @@ export interface Database {
   dialect: Dialect;
   /** Where the data lives, without secrets: a file path or host/database. */
   describe: string;
+  /** PostgreSQL pool use (metrics); undefined for SQLite (one connection). */
+  poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -103,6 +105,7 @@ function openPostgres(opts: DatabaseOptions): Database {
     db,
     dialect: 'postgres',
     describe: `${u.hostname}:${u.port || 5432}${u.pathname}${opts.schema ? ` (schema ${opts.schema})` : ''}`,
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => db.destroy(),
   };
 }

@@ -12,6 +12,19 @@ export type RecordOutcome<T> = (trx: Db, result: T) => Promise<void>;
 
 export const MAX_ATTEMPTS = 5;
 
+const afterCommitHooks = new WeakMap<Transaction<DB>, Array<() => void>>();
+
+/**
+ * Runs fn once the transaction has committed (never if it rolls back or is retried): for what must
+ * only count or wake up for committed work (metrics, the webhook worker). Only transactions run by
+ * inTransaction call the hooks.
+ */
+export function afterCommit(trx: Transaction<DB>, fn: () => void): void {
+  const hooks = afterCommitHooks.get(trx);
+  if (hooks) hooks.push(fn);
+  else afterCommitHooks.set(trx, [fn]);
+}
+
 /** Every retry is published here as { attempt, code, delayMs } (the server logs it at debug level). */
 export const retryChannel = channel('mds:transaction-retry');
 
@@ -26,12 +39,16 @@ export async function inTransaction<T>(
   beforeCommit?: (trx: Transaction<DB>, result: T) => Promise<void>,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
+    let current: Transaction<DB> | undefined;
     try {
-      return await db.transaction().execute(async (trx) => {
-        const result = await fn(trx);
-        await beforeCommit?.(trx, result); // e.g. the Idempotency-Key outcome: it commits with the work or not at all
-        return result;
+      const result = await db.transaction().execute(async (trx) => {
+        current = trx;
+        const r = await fn(trx);
+        await beforeCommit?.(trx, r); // e.g. the Idempotency-Key outcome: it commits with the work or not at all
+        return r;
       });
+      for (const hook of (current && afterCommitHooks.get(current)) ?? []) hook();
+      return result;
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS || !isRetryable(err)) throw err;
       // Full jitter: 0..(10ms * 2^attempt), so colliding transactions spread out.

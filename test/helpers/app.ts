@@ -5,6 +5,7 @@ import { loadConfig, parseSigningKeys } from '../../src/config.ts';
 import { type Database, openDatabase } from '../../src/db/database.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { parseMajorAmount } from '../../src/lib/money.ts';
+import { Metrics } from '../../src/modules/metrics/metrics.ts';
 import type { Services } from '../../src/services.ts';
 import { checkContract, checkFetchResponse } from './contract.ts';
 import { createStore, migrateForTest, PGBOUNCER_URL, STORES, type StoreName, type TestStore } from './stores.ts';
@@ -31,6 +32,8 @@ export interface TestApp {
   services: Services;
   database: Database;
   clock: ManualClock;
+  /** The app's metrics, when asked for. */
+  metrics?: Metrics;
   /** Every log line the app wrote. */
   logs: string[];
   /** app.inject, with every response checked against the OpenAPI contract. */
@@ -55,7 +58,12 @@ export interface HttpResult {
 }
 
 /** An app on a new store, or, given `shared`, a second instance on another app's store (it leaves the store to its owner). */
-export async function createTestApp(storeName: StoreName = 'sqlite', env: Record<string, string> = {}, shared?: TestStore): Promise<TestApp> {
+export async function createTestApp(
+  storeName: StoreName = 'sqlite',
+  env: Record<string, string> = {},
+  shared?: TestStore,
+  opts: { metrics?: boolean } = {},
+): Promise<TestApp> {
   const store = shared ?? (await createStore(storeName));
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -68,7 +76,9 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
   await migrateForTest(database);
   const clock = new ManualClock(Date.now());
   const logs: string[] = [];
+  const metrics = opts.metrics ? new Metrics(database) : undefined;
   const app = await buildApp({
+    metrics,
     config,
     database,
     clock,
@@ -138,7 +148,9 @@ export async function createTestApp(storeName: StoreName = 'sqlite', env: Record
       checkFetchResponse(method, path, res.status, res.headers, text);
       return { status: res.status, headers: res.headers, body: parsed };
     },
+    metrics,
     async close() {
+      metrics?.close();
       await app.close();
       await database.close();
       if (!shared) await store.cleanup();

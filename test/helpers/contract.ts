@@ -19,7 +19,8 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 
 export const OPENAPI_FILE = fileURLToPath(new URL('../../openapi.json', import.meta.url));
 
-const UNDOCUMENTED = (path: string) => path === '/' || path === '/openapi.json' || path === '/docs' || path.startsWith('/docs/');
+// Not for merchants, so not in the document: the index, the document itself, its page, operators' /metrics.
+const UNDOCUMENTED = (path: string) => path === '/' || path === '/openapi.json' || path === '/docs' || path.startsWith('/docs/') || path === '/metrics';
 
 interface MediaType {
   schema?: object;

@@ -1,5 +1,10 @@
+import { channel } from 'node:diagnostics_channel';
 import type { Transaction } from 'kysely';
+import { afterCommit } from '../../db/transaction.ts';
 import type { DB, Db, EventsTable } from '../../db/types.ts';
+
+/** Every committed event is published here as { type, merchantId } (metrics count them). */
+export const eventCommitted = channel('mds:event-committed');
 
 export type EventRow = Omit<EventsTable, 'position'> & { position: number };
 export type NewEvent = Omit<EventsTable, 'position'>;
@@ -11,6 +16,7 @@ export type NewEvent = Omit<EventsTable, 'position'>;
 export const eventsRepository = {
   async append(trx: Transaction<DB>, event: NewEvent): Promise<void> {
     await trx.insertInto('events').values(event).execute();
+    if (eventCommitted.hasSubscribers) afterCommit(trx, () => eventCommitted.publish({ type: event.type, merchantId: event.merchant_id }));
   },
 
   /** A transfer's timeline, oldest first; scoped to the merchant. */
