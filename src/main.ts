@@ -37,6 +37,7 @@ Usage: mds <command> [options]          (every command takes --json for machine-
   transfers show TRANSFER_ID                    the transfer as its merchant sees it
   transfers events TRANSFER_ID                  its timeline, oldest first
   transfers cancel TRANSFER_ID --reason TEXT    cancel any transfer that has not ended, full refund
+                                                (the merchant sees the --reason text: write it for them)
   transfers advance TRANSFER_ID --to STATE --reason TEXT
                                                 move it through an allowed transition (support)
   tariffs show                                  the tariff in force (JSON)

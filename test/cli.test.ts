@@ -100,8 +100,13 @@ describeEachStore(
       const shown = json(await mds(t, 'transfers', 'show', tr.id, '--json'));
       assert.deepEqual(shown, { ...tr, merchantId: m.merchantId });
 
-      const adv = json(await mds(t, 'transfers', 'advance', tr.id, '--to', 'courierAssigned', '--reason', 'courier called support', '--json'));
-      assert.equal(adv.transfer.state, 'courierAssigned');
+      // Support cannot assign a job (it would be nobody's): only couriers accept.
+      const assign = await mds(t, 'transfers', 'advance', tr.id, '--to', 'courierAssigned', '--reason', 'x', '--json');
+      assert.deepEqual(JSON.parse(assign.stdout), {
+        error: 'TRANSITION_NOT_ALLOWED',
+        message: `Transfer ${tr.id} is inProgress; from there it can move to: cancelled`,
+      });
+      await t.services.transfers.transition(tr.id, { to: 'courierAssigned', actor: { type: 'courier', courier: { id: 'c-1', firstName: 'Ivan' } } });
       const picked = await mds(t, 'transfers', 'advance', tr.id, '--to', 'pickedUp', '--reason', 'scanned at the warehouse');
       assert.equal(picked.stdout.trim(), `Transfer ${tr.id} is now pickedUp`);
       const refused = await mds(t, 'transfers', 'advance', tr.id, '--to', 'inProgress', '--reason', 'x', '--json');
@@ -134,7 +139,7 @@ describeEachStore(
       assert.deepEqual(
         events.slice(2).map((e: { type: string; actor: { type: string }; data: Record<string, unknown> }) => [e.type, e.actor.type, e.data.comment]),
         [
-          ['transfer.courier_assigned', 'operator', 'courier called support'],
+          ['transfer.courier_assigned', 'courier', undefined],
           ['transfer.picked_up', 'operator', 'scanned at the warehouse'],
           ['transfer.cancelled', 'operator', 'parcel lost, refunded by support'],
         ],

@@ -33,7 +33,7 @@ describeEachStore(
       assert.deepEqual(job, {
         transferId: tr.id,
         pickup: { name: 'Main warehouse', address: 'Null Island 1', location: { lat: 0, lng: 0 }, contactPhone: '+7 495 000-00-00' },
-        destination: { city: 'Gulf', area: null, approximateLocation: { lat: 0, lng: 0.1 } },
+        destination: { city: 'Gulf', approximateLocation: { lat: 0, lng: 0.1 } },
         distanceToPickupKm: 0.2,
         deliveryDistanceKm: 11.1,
         parcelSize: 'SMALL',
@@ -52,7 +52,7 @@ describeEachStore(
       assert.deepEqual(accepted.body, {
         ...job,
         state: 'courierAssigned',
-        destination: { city: 'Gulf', area: null, address: 'Destination 5', location: { lat: 0, lng: 0.1 } },
+        destination: { city: 'Gulf', address: 'Destination 5', location: { lat: 0, lng: 0.1 } },
         recipient: { name: 'Anna Ivanova', phone: '+7 900 000-00-00' },
         description: 'Two books',
         codeAttemptsLeft: 5,
@@ -287,6 +287,43 @@ describeEachStore(
       assert.equal((await current(t, c))[0].codeAttemptsLeft, 5);
     });
 
+    test('a new holder starts with 5 attempts: one courier typing wrong codes and releasing cannot lock the job for the next', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, '1000');
+      const tr = await paidTransfer(t, m, w.id);
+      const [a, b] = [await t.courier('Saboteur', NEAR), await t.courier('Honest', NEAR)];
+      await act(t, a, tr.id, 'accept');
+      for (let i = 0; i < 4; i++) await act(t, a, tr.id, 'pickup', { transferCode: 'AAAA-AAAA' });
+      assert.equal((await current(t, a))[0].codeAttemptsLeft, 1);
+      await act(t, a, tr.id, 'release');
+      const taken = await act(t, b, tr.id, 'accept');
+      assert.equal(taken.json().codeAttemptsLeft, 5);
+      const typo = await act(t, b, tr.id, 'pickup', { transferCode: 'BBBB-BBBB' });
+      assert.deepEqual([typo.statusCode, typo.json().attemptsLeft], [422, 4]);
+    });
+
+    test('a locked job released by support is open again with a clean slate; accepting a job you hold answers it again', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, '1000');
+      const tr = await paidTransfer(t, m, w.id);
+      const [a, b] = [await t.courier('Locked', NEAR), await t.courier('Next', NEAR)];
+      const first = await act(t, a, tr.id, 'accept');
+      assert.equal((await act(t, a, tr.id, 'accept')).statusCode, 200, 'a retried accept is not an error');
+      assert.deepEqual((await act(t, a, tr.id, 'accept')).json(), first.json());
+      for (let i = 0; i < 5; i++) await act(t, a, tr.id, 'pickup', { transferCode: 'AAAA-AAAA' });
+      assert.equal((await current(t, a))[0].locked, true);
+      assert.ok(!(await openJobs(t, b)).some((j) => j.transferId === tr.id), 'a locked job is not open');
+      const released = await mds(t, 'transfers', 'advance', tr.id, '--to', 'inProgress', '--reason', 'courier stuck, job reopened');
+      assert.equal(released.code, 0, released.stderr);
+      assert.ok(
+        (await openJobs(t, b)).some((j) => j.transferId === tr.id),
+        'open again after support released it',
+      );
+      const taken = await act(t, b, tr.id, 'accept');
+      assert.equal(taken.statusCode, 200, taken.body);
+      assert.deepEqual([taken.json().locked, taken.json().codeAttemptsLeft], [false, 5]);
+    });
+
     test('20 couriers accept one job concurrently: exactly one 200, 19 x 409 JOB_TAKEN, one event', async () => {
       const t = ctx();
       const { m, w } = await setup(t, '1000');
@@ -295,7 +332,15 @@ describeEachStore(
       const tokens = await Promise.all(couriers.map((c) => t.token(c)));
       const results = await Promise.all(tokens.map((token) => t.http(token, 'POST', `/courier/jobs/${tr.id}/accept`)));
       assert.deepEqual(results.map((r) => r.status).sort(), [200, ...Array(19).fill(409)]);
-      for (const r of results.filter((x) => x.status === 409)) assert.deepEqual([r.body.type, r.body.state], ['JOB_TAKEN', 'courierAssigned']);
+      for (const r of results.filter((x) => x.status === 409)) {
+        assert.deepEqual(r.body, {
+          type: 'JOB_TAKEN',
+          title: 'Job taken',
+          status: 409,
+          detail: `Transfer ${tr.id} is no longer open: another courier took it, or it ended`,
+          requestId: r.body.requestId,
+        });
+      }
       const winner = couriers[results.findIndex((r) => r.status === 200)];
       const events = (await t.as(m, { method: 'GET', url: `/transfer/${tr.id}/events` })).json();
       assert.equal(events.filter((e: { type: string }) => e.type === 'transfer.courier_assigned').length, 1);

@@ -340,6 +340,9 @@ describeEachStore('transfer lifecycle: events, cancellation, refunds', (ctx) => 
     assert.equal(pages, 2);
     assert.deepEqual(seen, [made[4].id, made[3].id, made[2].id, made[0].id]);
 
+    const leap = await t.as(m, { method: 'GET', url: '/transfer?createdFrom=2026-11-23T23:59:60Z' });
+    assert.equal(leap.statusCode, 400, 'a leap second is a valid date-time but not a comparable time');
+    assert.deepEqual(leap.json().errors, [{ path: '/createdFrom', message: 'must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z' }]);
     const bad = await t.as(m, { method: 'GET', url: '/transfer?cursor=bm9wZQ' });
     assert.equal(bad.statusCode, 400);
     assert.deepEqual(bad.json().errors, [{ path: '/cursor', message: 'is not a valid cursor' }]);
@@ -582,6 +585,11 @@ describeEachStore(
         ['quote.created', 'transfer.created', 'transfer.courier_assigned', 'transfer.picked_up', 'transfer.delivered'],
       );
       assert.equal((await get(t, m, manual.id)).state, 'courierAssigned', 'manual transfers are left alone');
+      // Support moving a sandbox transfer takes it off the automatic path too (nothing stays due forever).
+      const supported = await paidTransfer(t, m, w.id);
+      await t.services.transfers.operatorAdvance(supported.id, 'cancelled', 'support test');
+      const due = await t.database.db.selectFrom('transfers').select('next_step_at').where('id', '=', supported.id).executeTakeFirstOrThrow();
+      assert.equal(due.next_step_at, null);
       const sb = (await t.as(m, { method: 'GET', url: '/balance' })).json();
       assert.equal(sb.sandbox, true);
     });

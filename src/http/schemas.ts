@@ -102,7 +102,7 @@ const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<strin
   CREDENTIALS_NOT_FOUND: { detail: 'The credentials this token was issued for no longer exist' },
   CREDENTIALS_REVOKED: { detail: 'The credentials this token was issued for have been revoked' },
   WRONG_ACTOR: { detail: 'This endpoint is for merchants; a courier token cannot call it' },
-  JOB_TAKEN: { detail: `Another courier already accepted transfer ${EXAMPLE_IDS.transfer}`, extra: { state: 'courierAssigned' } },
+  JOB_TAKEN: { detail: `Transfer ${EXAMPLE_IDS.transfer} is no longer open: another courier took it, or it ended` },
   TOO_MANY_JOBS: { detail: 'A courier can hold at most 1 active job; deliver or release one first' },
   COURIER_OFFLINE: { detail: 'Go online with PUT /courier/status (with your position) to see and accept jobs' },
   WRONG_CODE: { detail: 'The transferCode is wrong; 4 attempts left before the job is locked', extra: { attemptsLeft: 4 } },

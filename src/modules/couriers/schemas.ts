@@ -50,7 +50,6 @@ export const OpenJob = Type.Object(
     destination: Type.Object(
       {
         city: Type.Union([Type.String(), Type.Null()]),
-        area: Type.Union([Type.String(), Type.Null()], { description: 'Suburb or neighbourhood when known' }),
         approximateLocation: Type.Object({ lat: Lat, lng: Lng }, { additionalProperties: false, description: 'Rounded to about 1 km' }),
       },
       { additionalProperties: false, description: 'The destination area; the exact address comes with the job once accepted' },
@@ -76,7 +75,6 @@ export const CurrentJob = Type.Object(
     destination: Type.Object(
       {
         city: Type.Union([Type.String(), Type.Null()]),
-        area: Type.Union([Type.String(), Type.Null()]),
         address: Type.String(),
         location: Point,
       },
@@ -128,7 +126,7 @@ export const OPEN_JOB_EXAMPLE: OpenJob = {
     location: { lat: 55.7575, lng: 37.6136 },
     contactPhone: '+7 495 000-00-00',
   },
-  destination: { city: 'Moscow', area: null, approximateLocation: { lat: 55.73, lng: 37.59 } },
+  destination: { city: 'Moscow', approximateLocation: { lat: 55.73, lng: 37.59 } },
   distanceToPickupKm: 0.3,
   deliveryDistanceKm: 3.1,
   parcelSize: 'SMALL',
@@ -142,7 +140,7 @@ export const OPEN_JOB_EXAMPLE: OpenJob = {
 export const CURRENT_JOB_EXAMPLE: CurrentJob = {
   ...OPEN_JOB_EXAMPLE,
   state: 'courierAssigned',
-  destination: { city: 'Moscow', area: null, address: 'Komsomolsky Ave 24, Moscow', location: { lat: 55.7339, lng: 37.5886 } },
+  destination: { city: 'Moscow', address: 'Komsomolsky Ave 24, Moscow', location: { lat: 55.7339, lng: 37.5886 } },
   recipient: { name: 'Anna Ivanova', phone: '+7 900 000-00-00' },
   description: 'Two books',
   codeAttemptsLeft: 5,

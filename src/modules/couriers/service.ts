@@ -40,7 +40,7 @@ interface Details {
   pickupAddress: string;
   destinationAddress: string;
   destinationLocation: { coordinates: [number, number] };
-  destinationAddressMetadata: { city?: string; suburb?: string; neighbourhood?: string };
+  destinationAddressMetadata: { city?: string };
   parcelSize: OpenJob['parcelSize'];
   isFragile: boolean;
   isPerishable: boolean;
@@ -155,12 +155,14 @@ export class CouriersService {
   /** Open live jobs within radiusKm of the courier, nearest first. */
   async openJobs(courierId: string, radiusKm = 5): Promise<OpenJob[]> {
     const here = await this.#onlineAt(courierId);
+    const lngScale = Math.max(0.01, Math.cos((here.lat * Math.PI) / 180));
     const dLat = radiusKm / 111.2;
-    const dLng = radiusKm / (111.2 * Math.max(0.01, Math.cos((here.lat * Math.PI) / 180)));
-    const rows = await transfersRepository.openJobsIn(
+    const dLng = radiusKm / (111.2 * lngScale);
+    const rows = await transfersRepository.openJobsNear(
       this.#db,
+      { lat: here.lat, lng: here.lng, lngScale },
       { minLat: here.lat - dLat, maxLat: here.lat + dLat, minLng: here.lng - dLng, maxLng: here.lng + dLng },
-      OPEN_JOBS_LIMIT * 4,
+      OPEN_JOBS_LIMIT * 2,
     );
     return rows
       .map((r) => ({ row: r, metres: distanceMetres(here, { lat: r.pickup_lat, lng: r.pickup_lng }) }))
@@ -175,19 +177,20 @@ export class CouriersService {
     return (await transfersRepository.activeJobs(this.#db, courierId)).map((r) => currentJob(r, here));
   }
 
-  /** Exactly one courier wins a job; the others get 409 JOB_TAKEN. A courier holds at most MAX_JOBS_PER_COURIER jobs. */
+  /**
+   * Exactly one courier wins a job; the others get 409 JOB_TAKEN (which says no more than that). Accepting
+   * a job you already hold answers it again (a retry after a timeout is not an error). A courier holds at
+   * most MAX_JOBS_PER_COURIER jobs.
+   */
   async accept(courierId: string, transferId: string): Promise<CurrentJob> {
     const me = await this.#onlineAt(courierId);
+    const held = await transfersRepository.findAny(this.#db, transferId);
+    if (held?.mode === 'live' && held.courier_id === courierId && held.state === 'courierAssigned') return currentJob(held, me);
     await this.#move(courierId, transferId, 'courierAssigned', {
       guard: async (trx, row) => {
         if (row.mode !== 'live') throw notFound(transferId); // sandbox transfers are never offered to couriers
-        if (row.state !== 'inProgress') {
-          const detail =
-            row.courier_id === courierId
-              ? `You already hold transfer ${transferId}`
-              : `Transfer ${transferId} is no longer open (another courier took it or it ended)`;
-          throw new AppError('JOB_TAKEN', detail, { extra: { state: row.state } });
-        }
+        if (row.state !== 'inProgress') throw new AppError('JOB_TAKEN', `Transfer ${transferId} is no longer open: another courier took it, or it ended`);
+        if (row.locked === 1) throw locked(transferId);
         // One courier's concurrent accepts take turns on its row, so the cap holds.
         await couriersRepository.lock(trx, courierId);
         const held = (await transfersRepository.activeJobs(trx, courierId)).length;
@@ -339,7 +342,6 @@ function openJob(row: TransferRow, metresToPickup: number): OpenJob {
     },
     destination: {
       city: d.destinationAddressMetadata.city ?? null,
-      area: d.destinationAddressMetadata.suburb ?? d.destinationAddressMetadata.neighbourhood ?? null,
       approximateLocation: { lat: Math.round(lat * 100) / 100, lng: Math.round(lng * 100) / 100 },
     },
     distanceToPickupKm: round1(metresToPickup),
@@ -362,7 +364,7 @@ function currentJob(row: TransferRow, courier: CourierRow): CurrentJob {
   return {
     ...open,
     state: row.state,
-    destination: { city: open.destination.city, area: open.destination.area, address: d.destinationAddress, location: { lat, lng } },
+    destination: { city: open.destination.city, address: d.destinationAddress, location: { lat, lng } },
     ...(withRecipient ? { recipient: { name: d.recipientFullName, phone: d.recipientInfo.phone } } : {}),
     description: d.description,
     codeAttemptsLeft: Math.max(0, MAX_CODE_ATTEMPTS - row.code_attempts),

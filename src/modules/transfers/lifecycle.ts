@@ -40,7 +40,7 @@ export type Refund = 'none' | 'full' | 'minusCancellationFee' | 'minusReturnFee'
 export interface Transition {
   from: TransferState;
   to: TransferState;
-  /** Who may make it. Operators may make every move (support); couriers' moves are also the sandbox's simulated courier's. */
+  /** Who may make it. Couriers' moves are also the sandbox's simulated courier's. */
   by: readonly ActorType[];
   event: EventType;
   /** The refund, by actor where it differs. */
@@ -48,7 +48,8 @@ export interface Transition {
 }
 
 export const TRANSITIONS: readonly Transition[] = [
-  { from: 'inProgress', to: 'courierAssigned', by: ['courier', 'operator'], event: 'transfer.courier_assigned', refund: 'none' },
+  // Only a courier takes a job (support cannot assign one: the job would be nobody's). Operators may do every other move.
+  { from: 'inProgress', to: 'courierAssigned', by: ['courier'], event: 'transfer.courier_assigned', refund: 'none' },
   { from: 'courierAssigned', to: 'inProgress', by: ['courier', 'operator'], event: 'transfer.courier_released', refund: 'none' },
   { from: 'courierAssigned', to: 'pickedUp', by: ['courier', 'operator'], event: 'transfer.picked_up', refund: 'none' },
   { from: 'pickedUp', to: 'delivered', by: ['courier', 'operator'], event: 'transfer.delivered', refund: 'none' },

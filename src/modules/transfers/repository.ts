@@ -1,11 +1,11 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { DB, Db, TransferState, TransfersTable } from '../../db/types.ts';
 
 export type TransferRow = TransfersTable;
 
 /** What a transition may change besides the state (which the conditional update itself sets). */
 export type TransitionChanges = Partial<
-  Pick<TransferRow, 'courier_id' | 'courier_name' | 'refunded_amount' | 'cancellation' | 'delivery_failure' | 'next_step_at'>
+  Pick<TransferRow, 'courier_id' | 'courier_name' | 'refunded_amount' | 'cancellation' | 'delivery_failure' | 'next_step_at' | 'code_attempts' | 'locked'>
 > & { updated_at: number };
 
 export interface TransferListFilter {
@@ -78,6 +78,11 @@ export const transfersRepository = {
     return { attempts: Number(row.code_attempts), locked: Number(row.locked) === 1 };
   },
 
+  /** Stops the sandbox courier's automatic steps for a transfer. */
+  async clearNextStep(db: Db, id: string): Promise<void> {
+    await db.updateTable('transfers').set({ next_step_at: null }).where('id', '=', id).execute();
+  },
+
   /** Operators: clears the wrong-code count and the lock. False when there is no such transfer. */
   async unlock(db: Db, id: string, at: number): Promise<boolean> {
     const r = await db.updateTable('transfers').set({ code_attempts: 0, locked: 0, updated_at: at }).where('id', '=', id).executeTakeFirst();
@@ -95,18 +100,31 @@ export const transfersRepository = {
       .execute();
   },
 
-  /** Open live jobs whose pickup lies in the box; the caller sorts by distance and cuts to the radius. */
-  async openJobsIn(db: Db, box: { minLat: number; maxLat: number; minLng: number; maxLng: number }, limit: number): Promise<TransferRow[]> {
+  /**
+   * Open live jobs whose pickup lies in the box, nearest first by the equirectangular distance (plain
+   * arithmetic both stores run; exact enough to rank); the caller computes great-circle distances and
+   * cuts to the radius.
+   */
+  async openJobsNear(
+    db: Db,
+    here: { lat: number; lng: number; lngScale: number },
+    box: { minLat: number; maxLat: number; minLng: number; maxLng: number },
+    limit: number,
+  ): Promise<TransferRow[]> {
+    const dLat = sql<number>`(pickup_lat - ${here.lat})`;
+    const dLng = sql<number>`((pickup_lng - ${here.lng}) * ${here.lngScale})`;
     return db
       .selectFrom('transfers')
       .selectAll()
       .where('state', '=', 'inProgress')
       .where('mode', '=', 'live')
+      .where('locked', '=', 0)
       .where('pickup_lat', '>=', box.minLat)
       .where('pickup_lat', '<=', box.maxLat)
       .where('pickup_lng', '>=', box.minLng)
       .where('pickup_lng', '<=', box.maxLng)
-      .orderBy('created_at')
+      .orderBy(sql`${dLat} * ${dLat} + ${dLng} * ${dLng}`)
+      .orderBy('id')
       .limit(limit)
       .execute();
   },

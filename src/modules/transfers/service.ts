@@ -313,8 +313,8 @@ export class TransfersService {
     const filter: TransferListFilter = {
       state: query.state,
       warehouseId: query.warehouseId,
-      createdFrom: query.createdFrom === undefined ? undefined : Date.parse(query.createdFrom),
-      createdTo: query.createdTo === undefined ? undefined : Date.parse(query.createdTo),
+      createdFrom: instant(query.createdFrom, 'createdFrom'),
+      createdTo: instant(query.createdTo, 'createdTo'),
       before: query.cursor === undefined ? undefined : decodeTimeCursor(query.cursor),
       limit: limit + 1, // one more tells whether a next page exists
     };
@@ -376,7 +376,10 @@ export class TransfersService {
     let done = 0;
     for (const { id, state } of await transfersRepository.sandboxStepsDue(this.#db, now, limit)) {
       const to = SANDBOX_AUTO_NEXT[state];
-      if (!to) continue;
+      if (!to) {
+        await transfersRepository.clearNextStep(this.#db, id); // off the automatic path: nothing more to do on its own
+        continue;
+      }
       const nextStepAt = to === 'delivered' ? null : now + this.#opts.sandboxStepSeconds * 1000;
       const t = await this.transition(id, { to, actor: { type: 'courier', courier: SANDBOX_COURIER }, onlyFrom: state, nextStepAt });
       if (t) done++;
@@ -414,8 +417,11 @@ export class TransfersService {
           const changes = {
             updated_at: now,
             refunded_amount: row.refunded_amount + refund,
-            ...(req.to === 'courierAssigned' ? { courier_id: actor.courier?.id ?? null, courier_name: actor.courier?.firstName ?? null } : {}),
-            ...(rule.event === 'transfer.courier_released' ? { courier_id: null, courier_name: null } : {}),
+            // A new holder (or none) starts with a clean slate of code attempts: one courier's typos never lock another's job.
+            ...(req.to === 'courierAssigned'
+              ? { courier_id: actor.courier?.id ?? null, courier_name: actor.courier?.firstName ?? null, code_attempts: 0, locked: 0 }
+              : {}),
+            ...(rule.event === 'transfer.courier_released' ? { courier_id: null, courier_name: null, code_attempts: 0, locked: 0 } : {}),
             ...(req.to === 'cancelled'
               ? {
                   cancellation: JSON.stringify({
@@ -428,7 +434,12 @@ export class TransfersService {
                 }
               : {}),
             ...(req.to === 'returning' ? { delivery_failure: JSON.stringify({ reason: req.reason ?? 'OTHER', comment: req.comment }) } : {}),
-            ...(terminal ? { next_step_at: null } : req.nextStepAt !== undefined ? { next_step_at: req.nextStepAt } : {}),
+            // The sandbox courier steps on only along its own path: any other move (terminal, operator, merchant) stops it.
+            ...(req.nextStepAt !== undefined && !terminal
+              ? { next_step_at: req.nextStepAt }
+              : actor.type === 'courier' && !terminal
+                ? {}
+                : { next_step_at: null }),
           };
           // A real courier's move also needs the job to be theirs (or open, to accept it) and unlocked, in the same statement.
           const courierId = actor.type === 'courier' ? actor.courier?.id : undefined;
@@ -474,6 +485,18 @@ export class TransfersService {
       created_at: now,
     });
   }
+}
+
+/** A date-time filter as epoch ms; JSON Schema's date-time allows what Date cannot hold (a leap second :60): a 400, not a NaN. */
+function instant(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) {
+    throw new AppError('VALIDATION_FAILED', `Query string failed validation: /${name} is not a time this service can compare`, {
+      errors: [{ path: `/${name}`, message: 'must be an ISO 8601 date-time such as 2026-11-21T10:00:00.000Z' }],
+    });
+  }
+  return ms;
 }
 
 /** The 409 for a move the lifecycle does not allow from the current state (it names the state). */
