@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { InjectOptions } from 'fastify';
+import { EXAMPLE_IDS } from '../../src/http/schemas.ts';
 import { createTestApp, warehouseBody } from '../helpers/app.ts';
-import { checkContract } from '../helpers/contract.ts';
+import { checkContract, documentedOperations } from '../helpers/contract.ts';
 import { quoteBody, transferBody } from '../helpers/server-process.ts';
 import type { StoreName } from '../helpers/stores.ts';
 import { type Answer, assertProblem, stateDigest, tallyInto } from './common.ts';
 
 /**
- * Family 1, fuzzing: fast-check generates requests over every endpoint, each a valid request bent one
+ * Family 1, fuzzing: fast-check generates requests over every endpoint (those listed below and any
+ * other operation of openapi.json), each a valid request bent one
  * or more ways (wrong types, extreme numbers, long and ill-formed strings, __proto__ and duplicate
  * keys, deep nesting, missing fields, odd headers, media types, methods, paths and ids), sent through
  * the real pipeline (app.inject). Asserted for every request: no 5xx; every 4xx a valid problem body
@@ -69,6 +71,36 @@ const ENDPOINTS: Endpoint[] = [
   { name: 'GET /.well-known/oauth-authorization-server', method: 'GET', path: () => '/.well-known/oauth-authorization-server' },
   { name: 'GET /', method: 'GET', path: () => '/' },
 ];
+
+/**
+ * Every operation of the committed OpenAPI document that ENDPOINTS does not list yet (a new endpoint,
+ * e.g. a transfer listing or a cancel) is fuzzed too: its valid body is the document's request example,
+ * with the example ids replaced by the fixture's, and its path parameters are the fixture's ids.
+ */
+export function documentedEndpoints(): Endpoint[] {
+  const known = new Set(ENDPOINTS.map((e) => e.name));
+  const out: Endpoint[] = [];
+  for (const { method, path, operation } of documentedOperations()) {
+    const name = `${method} ${path}`;
+    if (known.has(name) || !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) continue;
+    const content = (operation as { requestBody?: { content?: Record<string, { example?: unknown }> } }).requestBody?.content;
+    const example = content?.['application/json']?.example;
+    const param = /\{([^}]+)\}/.exec(path)?.[1];
+    out.push({
+      name,
+      method,
+      path: (_f, id) => path.replace(/\{[^}]+\}/g, id),
+      ...(param ? { id: (f: Fixture) => (/transfer/i.test(param) ? f.transferId : /quote|matchmaking/i.test(param) ? f.quoteId : f.wid) } : {}),
+      ...(example && typeof example === 'object' ? { body: (f: Fixture) => withFixtureIds(example, f) as Record<string, unknown> } : {}),
+    });
+  }
+  return out;
+}
+
+function withFixtureIds(example: unknown, f: Fixture): unknown {
+  const ids: Record<string, string> = { [EXAMPLE_IDS.warehouse]: f.wid, [EXAMPLE_IDS.quote]: f.quoteId, [EXAMPLE_IDS.transfer]: f.transferId };
+  return JSON.parse(JSON.stringify(example), (_k, v) => (typeof v === 'string' && Object.hasOwn(ids, v) ? ids[v] : v));
+}
 
 // ---- values that break things
 
@@ -258,7 +290,7 @@ interface GeneratedRequest {
 }
 
 function requestArb(f: Fixture): fc.Arbitrary<GeneratedRequest> {
-  return fc.constantFrom(...ENDPOINTS).chain((e) =>
+  return fc.constantFrom(...ENDPOINTS, ...documentedEndpoints()).chain((e) =>
     fc
       .record({
         method: method(e.method),
