@@ -75,8 +75,8 @@ export async function benchTokens(opts: { msPerCase?: number; rounds?: number } 
       run: () => timingSafeEqual(createHmac('sha256', key.secret).update(signingInput).digest(), signature),
     },
     {
-      name: 'TokenSigner.verify (jose jwtVerify, HS256)',
-      what: 'what every protected request runs: decode, kid lookup, HMAC via WebCrypto with the key imported at start-up, JSON.parse, alg/typ/iss/exp checks',
+      name: 'TokenSigner.verify (node:crypto HMAC, synchronous)',
+      what: 'what every protected request runs: canonical base64url decode, JSON.parse, kid lookup, synchronous node:crypto HMAC + timingSafeEqual on the event loop, alg/typ/iss/aud/exp checks',
       run: () => signer.verify(token),
     },
     {

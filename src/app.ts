@@ -72,6 +72,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   strictJsonParser(app);
   app.decorate('services', createServices({ config, database, clock: deps.clock ?? systemClock, signingKeys: deps.signingKeys }));
+  // First: a request that matches no route really (a trailing slash) is answered as such before any other check.
+  registerRouting(app);
   let warnedForwardedFor = false;
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -84,8 +86,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (request.method === 'POST' || request.method === 'PUT') refuseUnreadableBody(request);
   });
   registerErrorHandling(app);
-  registerRouting(app);
-  if (deps.metrics) registerMetrics(app, deps.metrics, config.metricsToken);
   await registerOpenApi(app);
 
   await app.register(healthRoutes(database));

@@ -293,9 +293,12 @@ describeEachStore('bearer authentication on protected routes', (ctx) => {
     const other = await t.merchant('Other');
     const tampered = `${h}.${Buffer.from(JSON.stringify({ ...payload, sub: other.merchantId })).toString('base64url')}.${s}`;
     const { SignJWT } = await import('jose');
-    const foreign = await new SignJWT({ cid: m.clientId })
+    // Every claim right (the RFC 9068 profile), only the key is another: the signature alone refuses it.
+    const foreign = await new SignJWT({ client_id: m.clientId })
       .setProtectedHeader({ alg: 'HS256', kid: 'test', typ: 'at+jwt' })
       .setIssuer('merchant-delivery-service')
+      .setAudience('merchant-delivery-api')
+      .setJti('01a20059-0b3e-7a4c-9d2e-3f5a6b7c8d9e')
       .setSubject(m.merchantId)
       .setIssuedAt()
       .setExpirationTime('1h')

@@ -404,7 +404,8 @@ describe('6. timeouts as documented and a cap on open connections (real server)'
     for (const res of [headers, body]) {
       assert.equal(res.status, 408);
       assert.equal(JSON.parse(res.body).type, 'REQUEST_TIMEOUT');
-      assert.ok(res.ms >= 1900 && res.ms < 3500, `answered after ${res.ms.toFixed(0)} ms (timeout 2 s, checked every second)`);
+      // Before the fix Node checked every 30 s (and the timeout was not configurable): 30 to 60 s. Slack for a loaded machine.
+      assert.ok(res.ms >= 1900 && res.ms < 5000, `answered after ${res.ms.toFixed(0)} ms (timeout 2 s, checked every second)`);
     }
   });
 

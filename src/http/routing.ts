@@ -57,9 +57,12 @@ export function registerRouting(app: FastifyInstance): void {
 
   // A path with a trailing slash that the router matched to a parameterised route ("/warehouses/" as
   // "/warehouses/:id" with an empty id) matches no route really: answer as for one, not with a 400 about a uuid.
+  // A request no route matches is answered here too, before the other onRequest checks (a 415 for the
+  // body of a request that has no endpoint would send the client after the wrong problem).
   app.addHook('onRequest', async (request) => {
     const template = request.routeOptions.url;
-    if (template === undefined || template.endsWith('/') || template.endsWith('*')) return;
+    if (template === undefined) throw noRoute(request);
+    if (template.endsWith('/') || template.endsWith('*')) return;
     const path = pathOf(request);
     if (path.length > 1 && path.endsWith('/') && !routes.some((r) => r.url === path)) throw noRoute(request);
   });

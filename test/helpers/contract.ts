@@ -149,8 +149,11 @@ export function checkResponse(r: ObservedResponse): void {
   const lookup = method === 'HEAD' ? 'GET' : method;
   const route = c.routes.find((candidate) => candidate.pattern.test(path) && candidate.operations.has(lookup));
   if (!route) {
-    // No documented operation: the only acceptable answer is the not-found handler's problem.
+    // No documented operation: the only acceptable answer is the not-found handler's problem (HEAD: without its body).
     if (r.status === 404 && isProblemOfType(r, 'ROUTE_NOT_FOUND')) return;
+    if (method === 'HEAD' && r.status >= 400 && r.status < 500 && r.bodyText === '') return;
+    // A URL the router cannot even decode (bad %-escape, an over-long parameter) is refused before routing, on any path.
+    if (r.status === 400 && isProblemOfType(r, 'VALIDATION_FAILED') && /"detail":"(The URL is not valid|A path parameter is too long)/.test(r.bodyText)) return;
     const known = c.routes.find((candidate) => candidate.pattern.test(path));
     // A documented path with another method: the service's 405 METHOD_NOT_ALLOWED problem.
     if (known && r.status === 405 && isProblemOfType(r, 'METHOD_NOT_ALLOWED')) return;
@@ -217,7 +220,14 @@ function isProblemOfType(r: ObservedResponse, type: string): boolean {
 
 function injectPath(req: InjectOptions): string {
   const url = req.url ?? req.path;
-  if (typeof url === 'string') return url;
+  // As light-my-request (and every HTTP client) sends it: dot segments resolved ("/transfer/.." is "/").
+  if (typeof url === 'string') {
+    try {
+      return new URL(`http://localhost${url.startsWith('/') ? '' : '/'}${url}`).pathname;
+    } catch {
+      return url;
+    }
+  }
   if (url && typeof url === 'object') return (url as { pathname?: string }).pathname ?? '/';
   return '/';
 }

@@ -287,6 +287,8 @@ export async function merchantTotals(access: StoreAccess, merchantId: string) {
     topUps: sum(ledger.filter((e) => e.kind === 'TOP_UP').map((e) => e.amount)),
     charges: ledger.filter((e) => e.kind === 'CHARGE'),
     chargedSum: -sum(ledger.filter((e) => e.kind === 'CHARGE').map((e) => e.amount)),
+    refunds: ledger.filter((e) => e.kind === 'REFUND'),
+    refundedSum: sum(ledger.filter((e) => e.kind === 'REFUND').map((e) => e.amount)),
     transfers,
     transferredSum: sum(transfers.map((t) => t.total_amount)),
     consumedQuotes: consumed.length,
