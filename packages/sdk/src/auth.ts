@@ -68,9 +68,13 @@ export class TokenManager {
   async token(signal?: AbortSignal): Promise<string> {
     const now = this.#o.now();
     if (this.#current && now < this.#current.refreshAt) return this.#current.accessToken;
-    this.#inflight ??= this.#obtain().finally(() => {
-      this.#inflight = undefined;
-    });
+    if (!this.#inflight) {
+      this.#inflight = this.#obtain().finally(() => {
+        this.#inflight = undefined;
+      });
+      // Waiters that gave up (aborted) leave no one listening: a failure then is not an unhandled rejection.
+      this.#inflight.catch(() => {});
+    }
     return (await abortable(this.#inflight, signal)).accessToken;
   }
 

@@ -183,6 +183,22 @@ export class MerchantDeliveryClient {
     options: RequestOptions,
     authenticated: boolean,
   ): Promise<RawResult<T>> {
+    try {
+      return await this.#requestWithRetries<T>(method, path, input, options, authenticated);
+    } catch (err) {
+      // Aborted while waiting (for the token, or between retries): the same error as an aborted exchange.
+      if (err instanceof MerchantDeliveryError || !options.signal?.aborted) throw err;
+      throw new MerchantDeliveryError({ type: 'ABORTED', detail: 'The request was aborted by the caller', retryable: false, method, path });
+    }
+  }
+
+  async #requestWithRetries<T>(
+    method: string,
+    path: string,
+    input: { query?: CallInput['query']; body?: unknown },
+    options: RequestOptions,
+    authenticated: boolean,
+  ): Promise<RawResult<T>> {
     const o = this.#options;
     const url = new URL(this.#baseUrl + path);
     for (const [k, v] of Object.entries(input.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
