@@ -8,7 +8,7 @@ export function mask(value: string): string {
   return value.length <= 6 ? '…' : `${value.slice(0, 6)}…`;
 }
 
-const SECRET_NAME = /secret|token|password|authorization|api[-_]?key|^signature$/i;
+const SECRET_NAME = /(secret|password|token|authorization|api[-_]?key)$/i; // access_token, client_secret, clientSecret; not token_type
 
 /** A copy of a JSON value with every field named like a secret masked. */
 export function maskFields(value: unknown): unknown {
