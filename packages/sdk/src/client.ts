@@ -172,7 +172,7 @@ export class MerchantDeliveryClient {
         path: TOKEN_OPERATION.path,
       });
     }
-    this.#seen.add(data.access_token);
+    this.#remember(data.access_token);
     return { accessToken: data.access_token, expiresInSeconds: data.expires_in };
   }
 
@@ -214,7 +214,7 @@ export class MerchantDeliveryClient {
 
     for (let attempt = 0; ; attempt++) {
       const token = authenticated ? await this.#tokens.token(options.signal) : undefined;
-      if (token) this.#seen.add(token);
+      if (token) this.#remember(token); // tokens from a shared cache too
       const headers: Record<string, string> = { accept: 'application/json', 'user-agent': `merchant-delivery-sdk/${SDK_VERSION}` };
       if (token) headers.authorization = `Bearer ${token}`;
       if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
@@ -359,6 +359,13 @@ export class MerchantDeliveryClient {
       problem: problem && (JSON.parse(scrub(JSON.stringify(problem), [this.#secret, ...this.#seen])) as Record<string, unknown>),
       ...where,
     });
+  }
+
+  /** Tokens to scrub from any text that reaches an error: the recent ones are those that can leak. */
+  #remember(token: string): void {
+    this.#seen.delete(token);
+    this.#seen.add(token);
+    if (this.#seen.size > 16) this.#seen.delete(this.#seen.values().next().value as string);
   }
 
   #backoff(retry: number, retryAfterSeconds?: number): number {
