@@ -5,11 +5,13 @@ import { after, before, describe, test } from 'node:test';
 import { inspect } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import {
+  type CachedToken,
   type ClientOptions,
   MerchantDeliveryClient,
   MerchantDeliveryError,
   type ResponseEvent,
   signWebhook,
+  type TokenCache,
   verifyWebhook,
   type WarehouseInput,
 } from '../packages/sdk/src/index.ts';
@@ -98,6 +100,25 @@ describeEachStore(
       const log = served(t, from);
       assert.equal(count(log, 'POST /auth/token'), 1);
       assert.equal(count(log, 'GET /balance'), 100);
+    });
+
+    test('a shared token cache: another process with the same credentials reuses the token', async () => {
+      const m = await t.merchant('Shared cache');
+      const shared = new Map<string, CachedToken>();
+      const cache: TokenCache = {
+        get: async (key) => shared.get(key),
+        set: async (key, token) => {
+          shared.set(key, token);
+        },
+        delete: async (key) => {
+          shared.delete(key);
+        },
+      };
+      const from = t.logs.length;
+      await client(m, { tokenCache: cache }).balance.get();
+      await client(m, { tokenCache: cache }).balance.get();
+      assert.equal(count(served(t, from), 'POST /auth/token'), 1);
+      assert.deepEqual([...shared.keys()], [`merchant-delivery:${new URL(base).origin}:${m.clientId}`], 'keyed by origin and client id, not the secret');
     });
 
     test('the token is refreshed ahead of expiry (margin), not after a 401', async () => {
