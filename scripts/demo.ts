@@ -1,6 +1,7 @@
 // `npm run demo`: the whole merchant flow against a real server, on a throw-away SQLite database.
 // Starts `mds serve` as a child process, creates a merchant with the operator CLI, then walks
-// token -> warehouse -> options -> transfer -> lookup over HTTP, a courier takes the delivery from
+// token -> warehouse -> options -> transfer -> lookup over HTTP with the merchant SDK (packages/sdk,
+// whose debug hooks print each exchange, secrets masked), a courier (raw fetch) takes the delivery from
 // accept to delivery, a second delivery is cancelled and refunded, and prints every exchange.
 // Secrets and tokens are masked in everything printed. Exits non-zero if any step fails.
 import { type ChildProcess, execFile } from 'node:child_process';
@@ -9,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { styleText } from 'node:util';
+import { MerchantDeliveryClient, MerchantDeliveryError, type RequestEvent, type ResponseEvent } from '../packages/sdk/src/index.ts';
 import { formatMinor } from '../src/lib/money.ts';
 import { freePort, MDS_BIN, type ServerChild, ServerStartError, startServer, stopChild } from './lib/server-process.ts';
 
@@ -85,6 +87,71 @@ interface Exchange {
   body: any;
 }
 
+function printRequest(method: string, path: string, headers: Record<string, string>, body: unknown): void {
+  print(`${bold('→')} ${bold(`${method} ${path}`)}`);
+  for (const [name, value] of Object.entries(headers)) {
+    if (name === 'accept' || name === 'user-agent') continue;
+    print(dim(`    ${name}: ${value}`));
+  }
+  if (body !== undefined) print(indent(pretty(body)));
+}
+
+function printResponse(
+  status: number,
+  statusText: string,
+  ok: boolean,
+  ms: number,
+  header: (name: string) => string | null,
+  body: unknown,
+  sameAs?: { what: string; body: unknown },
+): void {
+  const statusLine = `${status} ${statusText}`;
+  print(`${bold('←')} ${ok ? green(statusLine) : red(statusLine)} ${dim(`(${ms.toFixed(0)} ms)`)}`);
+  for (const name of SHOWN_RESPONSE_HEADERS) {
+    const value = header(name);
+    if (value !== null) print(dim(`    ${name}: ${value}`));
+  }
+  if (sameAs && JSON.stringify(body) === JSON.stringify(sameAs.body)) {
+    print(indent(`{ …the same ${Object.keys(body as object).length} fields as ${sameAs.what}… }`));
+  } else {
+    print(indent(typeof body === 'string' ? body : pretty(body)));
+  }
+}
+
+// ---- the merchant SDK: its debug hooks print every exchange (it masks tokens and secrets itself) ----
+
+/** Set before an SDK call whose answer should be printed as "the same fields as ..." */
+let sameAsNext: { what: string; body: unknown } | undefined;
+/** The response headers of the SDK's last exchange (to show the idempotent replay). */
+let lastSdkResponse: ResponseEvent | undefined;
+
+function merchantSdk(base: string, clientId: string, clientSecret: string): MerchantDeliveryClient {
+  return new MerchantDeliveryClient({
+    baseUrl: base,
+    clientId,
+    clientSecret,
+    onRequest: (e: RequestEvent) => {
+      const url = new URL(e.url);
+      printRequest(e.method, url.pathname + url.search, e.headers, e.body);
+    },
+    onResponse: (e: ResponseEvent) => {
+      lastSdkResponse = e;
+      printResponse(e.status, e.statusText, e.status < 400, e.durationMs, (name) => e.headers[name] ?? null, e.body, sameAsNext);
+      sameAsNext = undefined;
+    },
+  });
+}
+
+/** An SDK call of a step: an error (after the SDK's own retries) fails the step. */
+async function sdk<T>(what: string, promise: PromiseLike<T>): Promise<T> {
+  try {
+    return await promise;
+  } catch (err) {
+    if (err instanceof MerchantDeliveryError) throw new StepFailed(`${what}: ${err.message}`);
+    throw err;
+  }
+}
+
 async function call(
   base: string,
   method: string,
@@ -96,12 +163,7 @@ async function call(
   Object.assign(headers, opts.headers);
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
 
-  print(`${bold('→')} ${bold(`${method} ${path}`)}`);
-  for (const [name, value] of Object.entries(headers)) {
-    if (name === 'accept') continue;
-    print(dim(`    ${name}: ${name === 'authorization' ? `Bearer ${mask(opts.token ?? '')}` : value}`));
-  }
-  if (opts.body !== undefined) print(indent(pretty(opts.body)));
+  printRequest(method, path, { ...headers, ...(opts.token ? { authorization: `Bearer ${mask(opts.token)}` } : {}) }, opts.body);
 
   const started = performance.now();
   const res = await fetch(base + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
@@ -116,17 +178,7 @@ async function call(
   if (body && typeof body === 'object' && 'access_token' in body && typeof body.access_token === 'string') secret(body.access_token);
 
   const ok = res.status === opts.expect;
-  const statusLine = `${res.status} ${res.statusText}`;
-  print(`${bold('←')} ${ok ? green(statusLine) : red(statusLine)} ${dim(`(${ms.toFixed(0)} ms)`)}`);
-  for (const name of SHOWN_RESPONSE_HEADERS) {
-    const value = res.headers.get(name);
-    if (value !== null) print(dim(`    ${name}: ${value}`));
-  }
-  if (opts.sameAs && JSON.stringify(body) === JSON.stringify(opts.sameAs.body)) {
-    print(indent(`{ …the same ${Object.keys(body as object).length} fields as ${opts.sameAs.what}… }`));
-  } else {
-    print(indent(typeof body === 'string' ? body : pretty(body)));
-  }
+  printResponse(res.status, res.statusText, ok, ms, (name) => res.headers.get(name), body, opts.sameAs);
   if (!ok) throw new StepFailed(`${method} ${path}: expected ${opts.expect}, got ${res.status}`);
   return { status: res.status, headers: res.headers, body };
 }
@@ -168,48 +220,42 @@ async function demo(tmp: string): Promise<void> {
   print(indent(pretty(created)));
   const merchantId = created.merchant.id;
 
-  step('Exchange the client credentials for an access token', 'OAuth 2.0 client credentials grant. The token is a bearer token valid for one hour.');
-  const token = (
-    await call(base, 'POST', '/auth/token', {
-      body: { grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret },
-      expect: 200,
-    })
-  ).body.access_token as string;
+  step(
+    'Exchange the client credentials for an access token',
+    'OAuth 2.0 client credentials grant, made by the merchant SDK (packages/sdk): it caches the token, refreshes it before it expires\nand retries once on ACCESS_TOKEN_EXPIRED. The token is a bearer token valid for one hour.',
+  );
+  const mds = merchantSdk(base, created.clientId, secret(created.clientSecret));
+  await sdk('POST /auth/token', mds.authenticate());
 
-  step('Create a pickup warehouse', 'Every following request carries `Authorization: Bearer <token>`.');
-  const warehouse = (
-    await call(base, 'POST', '/warehouses', {
-      token,
-      body: {
-        name: 'Demo shop warehouse',
-        nameInt: 'demo-shop-warehouse',
-        address: 'Tverskaya St 1, Moscow',
-        contactPhone: '+7 495 000-00-00',
-        contactEmail: 'warehouse@example.com',
-        locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
-      },
-      expect: 201,
-    })
-  ).body as { id: string };
+  step('Create a pickup warehouse', 'Every following request carries `Authorization: Bearer <token>` (the cached token); every POST an Idempotency-Key.');
+  const warehouse = await sdk(
+    'POST /warehouses',
+    mds.warehouses.create({
+      name: 'Demo shop warehouse',
+      nameInt: 'demo-shop-warehouse',
+      address: 'Tverskaya St 1, Moscow',
+      contactPhone: '+7 495 000-00-00',
+      contactEmail: 'warehouse@example.com',
+      locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
+    }),
+  );
 
   step('List the warehouses', 'Only the warehouses of the merchant the token belongs to.');
-  await call(base, 'GET', '/warehouses', { token, expect: 200 });
+  await sdk('GET /warehouses', mds.warehouses.list());
 
   step('Ask for delivery options (a quote)', 'Prices every delivery product for this parcel and destination; the quote is pending until `expiresAt`.');
-  const quote = (
-    await call(base, 'POST', '/options', {
-      token,
-      body: {
-        warehouseId: warehouse.id,
-        destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24, Moscow', city: 'Moscow' },
-        parcelSize: 'SMALL',
-        isFragile: false,
-        isPerishable: false,
-        deliveryType: 'DOOR_TO_DOOR',
-      },
-      expect: 201,
-    })
-  ).body as { id: string; products: Record<string, { status: string }> };
+  const destinationLocation = { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24, Moscow', city: 'Moscow' };
+  const quote = await sdk(
+    'POST /options',
+    mds.quotes.create({
+      warehouseId: warehouse.id,
+      destinationLocation,
+      parcelSize: 'SMALL',
+      isFragile: false,
+      isPerishable: false,
+      deliveryType: 'DOOR_TO_DOOR',
+    }),
+  );
   const productKey = Object.keys(quote.products).find((k) => quote.products[k].status === 'AVAILABLE');
   if (!productKey) throw new StepFailed('the quote has no AVAILABLE product');
 
@@ -224,17 +270,19 @@ async function demo(tmp: string): Promise<void> {
     description: 'Two books',
     recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
   };
-  const created201 = await call(base, 'POST', '/transfer', { token, headers: { 'idempotency-key': idempotencyKey }, body: transferBody, expect: 201 });
-  const transfer = created201.body as { id: string; totalPrice: number; transferCode: string; deliveryPin: string };
-  const sameAs = { what: 'the POST /transfer response above', body: created201.body };
+  const transfer = await sdk('POST /transfer', mds.transfers.create(transferBody, { idempotencyKey }));
+  const sameAs = { what: 'the POST /transfer response above', body: transfer };
   print();
-  print(dim('  A network hiccup? Retrying with the same Idempotency-Key replays the answer and charges nothing more:'));
+  print(dim('  A network hiccup? Retrying with the same Idempotency-Key replays the answer and charges nothing more'));
+  print(dim('  (the SDK does this by itself when a connection fails; here the call is repeated with the key it was given):'));
   print();
-  const replay = await call(base, 'POST', '/transfer', { token, headers: { 'idempotency-key': idempotencyKey }, body: transferBody, expect: 201, sameAs });
-  if (replay.headers.get('idempotent-replayed') !== 'true' || replay.body.id !== transfer.id) throw new StepFailed('the retry was not replayed');
+  sameAsNext = sameAs;
+  const replay = await sdk('POST /transfer (retry)', mds.transfers.create(transferBody, { idempotencyKey }));
+  if (lastSdkResponse?.headers['idempotent-replayed'] !== 'true' || replay.id !== transfer.id) throw new StepFailed('the retry was not replayed');
 
   step('Look the transfer up', 'Every field of the creation response, for the merchant that created it.');
-  await call(base, 'GET', `/transfer/${transfer.id}`, { token, expect: 200, sameAs });
+  sameAsNext = sameAs;
+  await sdk('GET /transfer/{id}', mds.transfers.get(transfer.id));
 
   step('Create a courier (operator CLI)', 'Couriers are the second kind of actor, with client credentials of their own.');
   const courier = JSON.parse(await cli(['couriers', 'create', '--name', 'Ivan Petrov', '--phone', '+7 900 111-22-33', '--json'], env)) as {
@@ -271,30 +319,22 @@ async function demo(tmp: string): Promise<void> {
   await call(base, 'POST', `/courier/jobs/${transfer.id}/deliver`, { token: courierToken, body: { deliveryPin: transfer.deliveryPin }, expect: 200 });
 
   step("The merchant follows the delivery's timeline", 'Every change is an event with a gapless sequence; webhooks deliver the same events.');
-  const events = (await call(base, 'GET', `/transfer/${transfer.id}/events`, { token, expect: 200 })).body as Array<{ type: string }>;
+  const events = await sdk('GET /transfer/{id}/events', mds.transfers.events(transfer.id));
   if (events.at(-1)?.type !== 'transfer.delivered') throw new StepFailed('the timeline does not end with transfer.delivered');
 
   step(
     'Cancel another delivery before pickup and get the money back',
     'No courier has accepted it yet, so the whole price is refunded, in the same transaction.',
   );
-  const second = (
-    await call(base, 'POST', '/options', {
-      token,
-      body: {
-        warehouseId: warehouse.id,
-        destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24, Moscow', city: 'Moscow' },
-        parcelSize: 'SMALL',
-        deliveryType: 'DOOR_TO_DOOR',
-      },
-      expect: 201,
-    })
-  ).body as { id: string };
-  const toCancel = (await call(base, 'POST', '/transfer', { token, body: { ...transferBody, matchmakingId: second.id }, expect: 201 })).body as { id: string };
-  await call(base, 'POST', `/transfer/${toCancel.id}/cancel`, { token, body: { reason: 'CUSTOMER_REQUESTED' }, expect: 200 });
+  const second = await sdk(
+    'POST /options',
+    mds.quotes.create({ warehouseId: warehouse.id, destinationLocation, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' }),
+  );
+  const toCancel = await sdk('POST /transfer', mds.transfers.create({ ...transferBody, matchmakingId: second.id }));
+  await sdk('POST /transfer/{id}/cancel', mds.transfers.cancel(toCancel.id, { reason: 'CUSTOMER_REQUESTED' }));
 
   step('The balance and its ledger (merchant API)', 'Top-up, two charges and one refund: the balance is always the sum of its ledger.');
-  await call(base, 'GET', '/balance', { token, expect: 200 });
+  await sdk('GET /balance', mds.balance.get());
 
   step('Check the balance (operator CLI)', 'The operator sees the same ledger.');
   const shown = await cli(['balance', 'show', '--merchant', merchantId], env);

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import { firstDifference, OPENAPI_PATH, renderOpenApi } from '../scripts/openapi.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { checkResponse, documentedOperations, loadOpenApi } from './helpers/contract.ts';
+import { checkResponse, compileDocumentSchema, documentAjv, documentedOperations, loadOpenApi } from './helpers/contract.ts';
 
 /** Operations that cannot answer a client error (no parameters, body or credentials); see .redocly.lint-ignore.yaml. */
 const NO_CLIENT_ERRORS = new Set(['GET /healthz', 'GET /readyz', 'GET /.well-known/oauth-authorization-server']);
@@ -86,10 +84,9 @@ describe('the committed OpenAPI document (openapi.json)', () => {
   });
 
   test('every request body, success response and error response carries examples that validate against their schemas', () => {
-    const ajv = new Ajv2020({ strict: false, allErrors: true });
-    addFormats.default(ajv);
+    const ajv = documentAjv();
     const holds = (schema: object, value: unknown, where: string) => {
-      const validate = ajv.compile(schema);
+      const validate = compileDocumentSchema(ajv, schema);
       assert.ok(validate(value), `${where}: the example does not match the schema: ${ajv.errorsText(validate.errors)}`);
     };
     type Media = { schema: object; example?: unknown; examples?: Record<string, { value: unknown }> };
@@ -132,8 +129,10 @@ describe('the committed OpenAPI document (openapi.json)', () => {
             for (const example of Object.values(media.examples ?? {}))
               assert.ok((example.value as { error?: string }).error, `${name} ${status}: RFC 6749 error member`);
           }
-          const schema = media.schema as { properties: { type: { enum: string[] } } };
-          const types = schema.properties.type.enum;
+          // The Problem component, with `type` narrowed to the codes of this status.
+          const schema = media.schema as { allOf: Array<{ $ref?: string; properties?: { type: { enum: string[] } } }> };
+          assert.equal(schema.allOf?.[0]?.$ref, '#/components/schemas/Problem', `${name} ${status}: the error body is a Problem`);
+          const types = schema.allOf[1].properties!.type.enum;
           assert.ok(Array.isArray(types) && types.length > 0, `${name} ${status}: the problem type is not an enum`);
           assert.deepEqual(Object.keys(media.examples ?? {}).sort(), [...types].sort(), `${name} ${status}: one example per error type`);
           for (const [code, example] of Object.entries(media.examples ?? {})) {
@@ -144,6 +143,32 @@ describe('the committed OpenAPI document (openapi.json)', () => {
         }
       }
     }
+  });
+
+  test('the shared schemas are named components, referenced by $ref (so generated clients get named types)', () => {
+    const document = loadOpenApi();
+    const schemas = (document.components as { schemas: Record<string, object> }).schemas;
+    for (const name of [
+      'Warehouse',
+      'WarehouseInput',
+      'Quote',
+      'QuoteRequest',
+      'Product',
+      'Transfer',
+      'TransferRequest',
+      'CancelRequest',
+      'Event',
+      'Balance',
+      'LedgerEntry',
+      'Problem',
+    ])
+      assert.ok(schemas[name], `components.schemas.${name}`);
+    const text = JSON.stringify(document);
+    assert.doesNotMatch(text, /x-component|x-problem-of/, 'no annotation is left in the document');
+    for (const name of Object.keys(schemas)) assert.ok(text.includes(`"#/components/schemas/${name}"`), `${name} is referenced`);
+    const op = document.paths['/transfer'] as Record<string, any>;
+    assert.deepEqual(op.post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/TransferRequest' });
+    assert.deepEqual(op.post.responses['201'].content['application/json'].schema, { $ref: '#/components/schemas/Transfer' });
   });
 
   test('the contract check rejects what the document does not allow', () => {

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { hoistComponents } from './components.ts';
 
 export const API_DESCRIPTION = `HTTP JSON API for merchants' servers: exchange client credentials for a token, manage pickup
 warehouses, get delivery quotes and create paid transfers.
@@ -37,6 +38,8 @@ const DOCS_CSP = {
 /** The OpenAPI 3.1 document is generated from the route schemas; GET /openapi.json serves it, /docs renders it (assets served locally, no CDN). */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
+    // Schemas marked with component() become components.schemas entries referenced by $ref.
+    transformObject: (document) => ('openapiObject' in document ? hoistComponents(document.openapiObject as Record<string, unknown>) : document.swaggerObject),
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Merchant Delivery Service', version: '1.0.0', description: API_DESCRIPTION },

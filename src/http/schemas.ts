@@ -1,5 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { ERRORS, type ErrorCode } from '../lib/errors.ts';
+import { component, PROBLEM_VARIANT } from './components.ts';
 
 /** Shared schema pieces: ids, time stamps, the problem+json envelope and per-route error responses. */
 
@@ -29,12 +30,15 @@ export const Text = (max: number, description?: string) =>
 /** A telephone number: digits with an optional leading +, spaces, dashes and parentheses. */
 export const Phone = (description = 'Digits with optional +, spaces, dashes, parentheses') => Type.String({ pattern: PHONE, maxLength: 32, description });
 
-export const GeoPoint = Type.Object(
-  {
-    type: Type.Literal('Point'),
-    coordinates: Type.Array(Type.Number(), { minItems: 2, maxItems: 2, description: 'GeoJSON order: [lng, lat]' }),
-  },
-  { description: 'GeoJSON Point', additionalProperties: false },
+export const GeoPoint = component(
+  'GeoPoint',
+  Type.Object(
+    {
+      type: Type.Literal('Point'),
+      coordinates: Type.Array(Type.Number(), { minItems: 2, maxItems: 2, description: 'GeoJSON order: [lng, lat]' }),
+    },
+    { description: 'GeoJSON Point', additionalProperties: false },
+  ),
 );
 
 /** Ids used by the examples of the OpenAPI document, so that the examples of one flow fit together. */
@@ -69,13 +73,14 @@ const problemProperties = {
   error_description: Type.Optional(Type.String({ description: 'Token endpoint only: RFC 6749 error description' })),
 };
 
-export const Problem = Type.Object(problemProperties, { description: 'RFC 9457 problem details' });
+export const Problem = component('Problem', Type.Object(problemProperties, { description: 'RFC 9457 problem details' }));
 
 /** The problem envelope of one status: `type` is restricted to the error types the operation can answer with at that status. */
 const problemOf = (codes: ErrorCode[]) =>
   Type.Object(
     { ...problemProperties, type: StringEnum(codes, { description: 'Stable error type identifier; clients branch on it, never on `detail`' }) },
-    { description: 'RFC 9457 problem details' },
+    // Documented as the Problem component with `type` narrowed (src/http/components.ts).
+    { description: 'RFC 9457 problem details', [PROBLEM_VARIANT]: { name: 'Problem', type: problemProperties.type } },
   );
 
 /** An example body per error type: what the service really answers (details as the code words them). */

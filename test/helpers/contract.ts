@@ -101,10 +101,35 @@ function loadContract(): Contract {
   });
   routes.sort((a, b) => a.params - b.params);
   // strict: false because OpenAPI adds annotations JSON Schema does not know (e.g. `example`).
+  contract = { document, routes, ajv: documentAjv(document), validators: new Map() };
+  return contract;
+}
+
+const DOCUMENT_ID = 'openapi.json';
+
+/**
+ * An Ajv (JSON Schema 2020-12) that knows the document's named component schemas: compile a schema of
+ * the document with compileDocumentSchema(), which points its `#/components/schemas/...` references
+ * at the document.
+ */
+export function documentAjv(document: OpenApiDocument = loadOpenApi()): Ajv2020 {
+  // strict: false because OpenAPI adds annotations JSON Schema does not know (e.g. `example`).
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
   addFormats.default(ajv);
-  contract = { document, routes, ajv, validators: new Map() };
-  return contract;
+  ajv.addSchema({ $id: DOCUMENT_ID, components: document.components }, DOCUMENT_ID);
+  return ajv;
+}
+
+/** Compiles a schema taken from the document (its local component references resolve in the document). */
+export function compileDocumentSchema(ajv: Ajv2020, schema: object): ValidateFunction {
+  const rebase = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(rebase);
+    if (value === null || typeof value !== 'object') return value;
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith('#/components/') ? `${DOCUMENT_ID}${v}` : rebase(v)]),
+    );
+  };
+  return ajv.compile(rebase(schema) as object);
 }
 
 export interface ObservedResponse {
@@ -199,7 +224,7 @@ export function checkResponse(r: ObservedResponse): void {
   const cacheKey = `${lookup} ${route.template} ${responseKey} ${mediaKey}`;
   let validate = c.validators.get(cacheKey);
   if (!validate) {
-    validate = c.ajv.compile(schema);
+    validate = compileDocumentSchema(c.ajv, schema);
     c.validators.set(cacheKey, validate);
   }
   if (!validate(body)) {

@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { TRANSFER_STATES } from '../../db/types.ts';
+import { component } from '../../http/components.ts';
 import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../http/schemas.ts';
 import { EVENT_TYPES } from '../transfers/lifecycle.ts';
 
@@ -8,22 +9,25 @@ export const TransferStateSchema = StringEnum([...TRANSFER_STATES], {
     'inProgress (paid, waiting for a courier), courierAssigned, pickedUp, delivered (terminal), returning (delivery failed, on the way back), returned (terminal), cancelled (terminal)',
 });
 
-export const Event = Type.Object(
-  {
-    id: Uuid("Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id"),
-    type: StringEnum(EVENT_TYPES, { description: 'What happened' }),
-    transferId: Uuid('The transfer (for quote.created: the transfer_id the quote announced)'),
-    sequence: Type.Integer({ minimum: 1, description: 'Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it.' }),
-    position: Type.Integer({ minimum: 1, description: 'Global position across all events (ascending in the order they were written)' }),
-    state: Type.Union([TransferStateSchema, Type.Null()], { description: 'The transfer state after the event (null for quote.created)' }),
-    occurredAt: DateTime(),
-    actor: Type.Object(
-      { type: StringEnum(['merchant', 'courier', 'operator', 'system'], { description: 'Who made the change' }) },
-      { additionalProperties: false },
-    ),
-    data: Type.Object({}, { additionalProperties: true, description: 'Details of the event; previousState on every state change' }),
-  },
-  { additionalProperties: false },
+export const Event = component(
+  'Event',
+  Type.Object(
+    {
+      id: Uuid("Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id"),
+      type: StringEnum(EVENT_TYPES, { description: 'What happened' }),
+      transferId: Uuid('The transfer (for quote.created: the transfer_id the quote announced)'),
+      sequence: Type.Integer({ minimum: 1, description: 'Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it.' }),
+      position: Type.Integer({ minimum: 1, description: 'Global position across all events (ascending in the order they were written)' }),
+      state: Type.Union([TransferStateSchema, Type.Null()], { description: 'The transfer state after the event (null for quote.created)' }),
+      occurredAt: DateTime(),
+      actor: Type.Object(
+        { type: StringEnum(['merchant', 'courier', 'operator', 'system'], { description: 'Who made the change' }) },
+        { additionalProperties: false },
+      ),
+      data: Type.Object({}, { additionalProperties: true, description: 'Details of the event; previousState on every state change' }),
+    },
+    { additionalProperties: false },
+  ),
 );
 export type Event = Static<typeof Event>;
 

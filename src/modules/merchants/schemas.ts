@@ -1,27 +1,36 @@
 import { type Static, Type } from 'typebox';
+import { component } from '../../http/components.ts';
 import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../http/schemas.ts';
 
-export const LedgerEntry = Type.Object(
-  {
-    id: Uuid(),
-    kind: StringEnum(['TOP_UP', 'CHARGE', 'REFUND'], { description: 'TOP_UP (by the operator), CHARGE (a paid transfer), REFUND (a cancellation or return)' }),
-    amount: Type.Number({ description: 'Signed, major units: a charge is negative' }),
-    balanceAfter: Type.Number({ description: 'The balance right after this entry, major units' }),
-    transferId: Type.Union([Uuid(), Type.Null()], { description: 'The transfer charged or refunded' }),
-    note: Type.Union([Type.String(), Type.Null()]),
-    createdAt: DateTime(),
-  },
-  { additionalProperties: false },
+export const LedgerEntry = component(
+  'LedgerEntry',
+  Type.Object(
+    {
+      id: Uuid(),
+      kind: StringEnum(['TOP_UP', 'CHARGE', 'REFUND'], {
+        description: 'TOP_UP (by the operator), CHARGE (a paid transfer), REFUND (a cancellation or return)',
+      }),
+      amount: Type.Number({ description: 'Signed, major units: a charge is negative' }),
+      balanceAfter: Type.Number({ description: 'The balance right after this entry, major units' }),
+      transferId: Type.Union([Uuid(), Type.Null()], { description: 'The transfer charged or refunded' }),
+      note: Type.Union([Type.String(), Type.Null()]),
+      createdAt: DateTime(),
+    },
+    { additionalProperties: false },
+  ),
 );
 
-export const Balance = Type.Object(
-  {
-    balance: Type.Number({ description: 'Major units; always the sum of every ledger entry, never negative' }),
-    currency: Type.String(),
-    sandbox: Type.Boolean({ description: 'Sandbox balances are play money' }),
-    entries: Type.Array(LedgerEntry, { description: 'Ledger entries, newest first, one page' }),
-  },
-  { additionalProperties: false },
+export const Balance = component(
+  'Balance',
+  Type.Object(
+    {
+      balance: Type.Number({ description: 'Major units; always the sum of every ledger entry, never negative' }),
+      currency: Type.String(),
+      sandbox: Type.Boolean({ description: 'Sandbox balances are play money' }),
+      entries: Type.Array(LedgerEntry, { description: 'Ledger entries, newest first, one page' }),
+    },
+    { additionalProperties: false },
+  ),
 );
 export type Balance = Static<typeof Balance>;
 

@@ -1,36 +1,43 @@
 import { type Static, Type } from 'typebox';
+import { component } from '../../http/components.ts';
 import { DateTime, EXAMPLE_IDS, GeoPoint, MULTI_LINE, Phone, PRODUCT_KEY, StringEnum, Text, Uuid } from '../../http/schemas.ts';
 import { TransferStateSchema } from '../events/schemas.ts';
 import { ParcelSizeSchema } from '../tariffs/schemas.ts';
 import { CANCELLATION_REASONS, DELIVERY_FAILURE_REASONS } from './lifecycle.ts';
 
-export const RecipientInfo = Type.Object(
-  {
-    firstName: Text(100),
-    lastName: Text(100),
-    phone: Phone(),
-  },
-  { additionalProperties: false },
+export const RecipientInfo = component(
+  'RecipientInfo',
+  Type.Object(
+    {
+      firstName: Text(100),
+      lastName: Text(100),
+      phone: Phone(),
+    },
+    { additionalProperties: false },
+  ),
 );
 
-export const TransferRequest = Type.Object(
-  {
-    matchmakingId: Uuid('The quote id (id of the POST /options response)'),
-    productKey: Type.String({ pattern: PRODUCT_KEY, description: "A key of the quote's products; the product must be AVAILABLE" }),
-    description: Type.String({ maxLength: 1000, pattern: MULTI_LINE, description: 'Free text describing the parcel' }),
-    recipientInfo: RecipientInfo,
-  },
-  {
-    additionalProperties: false,
-    examples: [
-      {
-        matchmakingId: EXAMPLE_IDS.quote,
-        productKey: 'standard',
-        description: 'Two books',
-        recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
-      },
-    ],
-  },
+export const TransferRequest = component(
+  'TransferRequest',
+  Type.Object(
+    {
+      matchmakingId: Uuid('The quote id (id of the POST /options response)'),
+      productKey: Type.String({ pattern: PRODUCT_KEY, description: "A key of the quote's products; the product must be AVAILABLE" }),
+      description: Type.String({ maxLength: 1000, pattern: MULTI_LINE, description: 'Free text describing the parcel' }),
+      recipientInfo: RecipientInfo,
+    },
+    {
+      additionalProperties: false,
+      examples: [
+        {
+          matchmakingId: EXAMPLE_IDS.quote,
+          productKey: 'standard',
+          description: 'Two books',
+          recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
+        },
+      ],
+    },
+  ),
 );
 export type TransferRequest = Static<typeof TransferRequest>;
 
@@ -54,54 +61,57 @@ const Cancellation = Type.Object(
 
 const FreeObject = (description: string) => Type.Object({}, { additionalProperties: true, description });
 
-export const Transfer = Type.Object(
-  {
-    id: Uuid('Transfer id (the transfer_id the quote announced)'),
-    state: TransferStateSchema,
-    transferCode: Type.String({ description: 'Short human-friendly code, e.g. K7Q2-M9XD' }),
-    trackingCode: Type.String({ description: 'Unguessable tracking code' }),
-    parcelSize: ParcelSizeSchema,
-    description: Type.String(),
-    pickupLocation: GeoPoint,
-    pickupAddress: Type.String(),
-    destinationLocation: GeoPoint,
-    destinationAddress: Type.String(),
-    destinationAddressMetadata: FreeObject('The destinationLocation of the quote request'),
-    pickupAddressMetaData: FreeObject('The locationMetadata of the pickup warehouse'),
-    deliveryOptionName: Type.String(),
-    paymentTtlMinutes: Type.Integer(),
-    paymentExpiresAt: DateTime('createdAt + paymentTtlMinutes'),
-    recipientInfo: RecipientInfo,
-    source: Type.String({ description: 'API for transfers created through this interface', examples: ['API'] }),
-    recipientFullName: Type.String(),
-    totalPrice: Type.Number({ description: 'The payable amount charged, in major units of currency' }),
-    currency: Type.String({ description: 'ISO 4217 currency of totalPrice' }),
-    isFragile: Type.Boolean(),
-    isPerishable: Type.Boolean(),
-    senderInfo: FreeObject('The sending merchant and warehouse'),
-    warehouseId: Uuid('Pickup warehouse'),
-    matchmakingId: Uuid('The quote this transfer consumed'),
-    productKey: Type.String(),
-    createdAt: DateTime(),
-    updatedAt: DateTime('Last change of state'),
-    deliveryPin: Type.String({
-      pattern: '^[0-9]{4}$',
-      description: 'Give it to the recipient: the courier needs it to complete the delivery. Couriers never see it.',
-    }),
-    sandbox: Type.Boolean({ description: 'true for a sandbox merchant: play money, a simulated courier' }),
-    refundedAmount: Type.Number({ description: 'Refunded to the balance so far, in major units (0 until a cancellation or return)' }),
-    courier: Type.Optional(
-      Type.Object({ firstName: Type.String() }, { additionalProperties: false, description: 'The assigned courier (first name only), once one accepted' }),
-    ),
-    cancellation: Type.Optional(Cancellation),
-    deliveryFailure: Type.Optional(
-      Type.Object(
-        { reason: Type.String({ description: DELIVERY_FAILURE_REASONS.join(', ') }), comment: Type.Optional(Type.String()) },
-        { additionalProperties: false, description: 'Why the delivery failed (state returning or returned)' },
+export const Transfer = component(
+  'Transfer',
+  Type.Object(
+    {
+      id: Uuid('Transfer id (the transfer_id the quote announced)'),
+      state: TransferStateSchema,
+      transferCode: Type.String({ description: 'Short human-friendly code, e.g. K7Q2-M9XD' }),
+      trackingCode: Type.String({ description: 'Unguessable tracking code' }),
+      parcelSize: ParcelSizeSchema,
+      description: Type.String(),
+      pickupLocation: GeoPoint,
+      pickupAddress: Type.String(),
+      destinationLocation: GeoPoint,
+      destinationAddress: Type.String(),
+      destinationAddressMetadata: FreeObject('The destinationLocation of the quote request'),
+      pickupAddressMetaData: FreeObject('The locationMetadata of the pickup warehouse'),
+      deliveryOptionName: Type.String(),
+      paymentTtlMinutes: Type.Integer(),
+      paymentExpiresAt: DateTime('createdAt + paymentTtlMinutes'),
+      recipientInfo: RecipientInfo,
+      source: Type.String({ description: 'API for transfers created through this interface', examples: ['API'] }),
+      recipientFullName: Type.String(),
+      totalPrice: Type.Number({ description: 'The payable amount charged, in major units of currency' }),
+      currency: Type.String({ description: 'ISO 4217 currency of totalPrice' }),
+      isFragile: Type.Boolean(),
+      isPerishable: Type.Boolean(),
+      senderInfo: FreeObject('The sending merchant and warehouse'),
+      warehouseId: Uuid('Pickup warehouse'),
+      matchmakingId: Uuid('The quote this transfer consumed'),
+      productKey: Type.String(),
+      createdAt: DateTime(),
+      updatedAt: DateTime('Last change of state'),
+      deliveryPin: Type.String({
+        pattern: '^[0-9]{4}$',
+        description: 'Give it to the recipient: the courier needs it to complete the delivery. Couriers never see it.',
+      }),
+      sandbox: Type.Boolean({ description: 'true for a sandbox merchant: play money, a simulated courier' }),
+      refundedAmount: Type.Number({ description: 'Refunded to the balance so far, in major units (0 until a cancellation or return)' }),
+      courier: Type.Optional(
+        Type.Object({ firstName: Type.String() }, { additionalProperties: false, description: 'The assigned courier (first name only), once one accepted' }),
       ),
-    ),
-  },
-  { additionalProperties: false },
+      cancellation: Type.Optional(Cancellation),
+      deliveryFailure: Type.Optional(
+        Type.Object(
+          { reason: Type.String({ description: DELIVERY_FAILURE_REASONS.join(', ') }), comment: Type.Optional(Type.String()) },
+          { additionalProperties: false, description: 'Why the delivery failed (state returning or returned)' },
+        ),
+      ),
+    },
+    { additionalProperties: false },
+  ),
 );
 export type Transfer = Static<typeof Transfer>;
 
@@ -154,21 +164,29 @@ export const CANCELLED_TRANSFER_EXAMPLE: Transfer = {
   cancellation: { reason: 'CUSTOMER_REQUESTED', actor: 'merchant', refundAmount: 314.38, cancelledAt: '2026-11-21T10:09:00.000Z' },
 };
 
-export const CancelRequest = Type.Object(
-  {
-    reason: CancellationReasonSchema,
-    comment: Type.Optional(Type.String({ minLength: 1, maxLength: 500, pattern: MULTI_LINE, description: 'Free text for your records' })),
-  },
-  { additionalProperties: false, examples: [{ reason: 'CUSTOMER_REQUESTED', comment: 'Order 1042 cancelled by the buyer' }] },
+export const CancelRequest = component(
+  'CancelRequest',
+  Type.Object(
+    {
+      reason: CancellationReasonSchema,
+      comment: Type.Optional(Type.String({ minLength: 1, maxLength: 500, pattern: MULTI_LINE, description: 'Free text for your records' })),
+    },
+    { additionalProperties: false, examples: [{ reason: 'CUSTOMER_REQUESTED', comment: 'Order 1042 cancelled by the buyer' }] },
+  ),
 );
 export type CancelRequest = Static<typeof CancelRequest>;
 
-export const AdvanceRequest = Type.Object(
-  {
-    to: TransferStateSchema,
-    reason: Type.Optional(StringEnum([...DELIVERY_FAILURE_REASONS], { description: 'With to=returning: why delivery failed (default RECIPIENT_UNAVAILABLE)' })),
-  },
-  { additionalProperties: false, examples: [{ to: 'courierAssigned' }] },
+export const AdvanceRequest = component(
+  'AdvanceRequest',
+  Type.Object(
+    {
+      to: TransferStateSchema,
+      reason: Type.Optional(
+        StringEnum([...DELIVERY_FAILURE_REASONS], { description: 'With to=returning: why delivery failed (default RECIPIENT_UNAVAILABLE)' }),
+      ),
+    },
+    { additionalProperties: false, examples: [{ to: 'courierAssigned' }] },
+  ),
 );
 export type AdvanceRequest = Static<typeof AdvanceRequest>;
 
