@@ -15,7 +15,7 @@ import { formatMinor } from '../src/lib/money.ts';
 import { freePort, MDS_BIN, type ServerChild, ServerStartError, startServer, stopChild } from './lib/server-process.ts';
 
 const OPENING_BALANCE = '5000';
-const TOTAL_STEPS = 16;
+const TOTAL_STEPS = 17;
 
 const bold = (s: string) => styleText('bold', s);
 const dim = (s: string) => styleText('dim', s);

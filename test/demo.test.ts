@@ -54,7 +54,8 @@ test('npm run demo walks the merchant and courier flow over HTTP, from quote to 
     'POST /transfer/{id}/cancel 200',
     'GET /balance 200',
   ]);
-  for (let i = 1; i <= 16; i++) assert.match(output, new RegExp(`^Step ${i}/16: `, 'm'));
+  for (let i = 1; i <= 17; i++) assert.match(output, new RegExp(`^Step ${i}/17: `, 'm'));
+  assert.doesNotMatch(output, /^Step 18\//m, 'the step count is right');
   assert.match(output, /^\$ mds couriers create --name "Ivan Petrov" --phone "\+7 900 111-22-33" --json$/m);
   assert.match(output, /^\$ mds merchants create --name "Demo shop" --balance 5000 --json$/m);
   assert.match(output, /^\$ mds balance show --merchant [0-9a-f-]{36}$/m);
