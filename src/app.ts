@@ -86,6 +86,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (request.method === 'POST' || request.method === 'PUT') refuseUnreadableBody(request);
   });
   registerErrorHandling(app);
+  if (deps.metrics) registerMetrics(app, deps.metrics, config.metricsToken);
   await registerOpenApi(app);
 
   await app.register(healthRoutes(database));

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { Command, CommanderError, Option } from 'commander';
 import { withServices } from './cli/context.ts';
 import { ConfigError, loadConfig, redactUrl } from './config.ts';
 import { backupSqlite, restoreSqlite } from './db/backup.ts';
@@ -10,113 +10,182 @@ import { formatMinor, parseMajorAmount } from './lib/money.ts';
 import { generateSigningKey } from './modules/auth/signing-keys.ts';
 import { startServer, startWorker } from './server.ts';
 
-const USAGE = `mds - merchant delivery service
-
-Usage: mds <command> [options]          (every command takes --json for machine-readable output)
-
-  serve                                         start the HTTP API and the scheduler (what npm start runs)
-  worker                                        run the background work (scheduler) without the HTTP API
-  migrate                                       apply database migrations
-  merchants create --name NAME [--balance AMOUNT] [--sandbox]
-                                                create a merchant and its first credential set
-                                                (--sandbox: play money, a simulated courier)
-  merchants list
-  credentials issue --merchant ID               issue another credential set (rotation)
-  credentials list --merchant ID
-  credentials revoke CLIENT_ID                  disable: its tokens fail with CREDENTIALS_REVOKED
-  credentials delete CLIENT_ID                  delete: its tokens fail with CREDENTIALS_NOT_FOUND
-  balance top-up --merchant ID --amount AMOUNT [--note TEXT]
-  balance show --merchant ID                    balance and ledger entries
-  couriers create --name NAME --phone PHONE     a courier account and its client credentials (secret shown once)
-  couriers list
-  couriers disable COURIER_ID                   its tokens then fail with CREDENTIALS_REVOKED
-  couriers enable COURIER_ID
-  couriers unlock TRANSFER_ID                   clear a job locked after 5 wrong codes
-  transfers list [--merchant ID] [--state STATE] [--limit N]
-                                                newest first, every merchant's unless --merchant
-  transfers show TRANSFER_ID                    the transfer as its merchant sees it
-  transfers events TRANSFER_ID                  its timeline, oldest first
-  transfers cancel TRANSFER_ID --reason TEXT    cancel any transfer that has not ended, full refund
-                                                (the merchant sees the --reason text: write it for them)
-  transfers advance TRANSFER_ID --to STATE --reason TEXT
-                                                move it through an allowed transition (support)
-  tariffs show                                  the tariff in force (JSON)
-  tariffs set FILE                              validate FILE and make it the tariff in force
-  keys generate                                 print a new TOKEN_SIGNING_KEYS entry
-  backup FILE                                   consistent online copy of the embedded SQLite database
-  restore FILE                                  replace the embedded database with a backup (refused while serve/worker run)
-
+/** What every --help ends with. */
+const FOOTER = `
+Every command takes --json for machine-readable output; errors then print {"error": CODE, "message"}
+on stdout (USAGE, CONFIG_INVALID, or the service's error type such as MERCHANT_NOT_FOUND).
 Amounts are in major units with at most two decimals (1250 or 1250.50).
-States: inProgress, courierAssigned, pickedUp, delivered, returning, returned, cancelled.
-Operator changes are recorded as events with actor "operator" and the --reason text.
-Configuration comes from the environment (see README: DATABASE_URL, PORT, ...).`;
+States: ${TRANSFER_STATES.join(', ')}.
+Operator changes are recorded as events with actor "operator" and the --reason text (the merchant sees it).
+Configuration comes from the environment (README: DATABASE_URL, PORT, ...); commands that open the
+database say which one on stderr.`;
 
 export class UsageError extends Error {}
 
-const ONE_WORD = new Set(['backup', 'restore']);
-
 type Out = { json: boolean; print(human: string, data: unknown): void };
+type Values = {
+  json?: boolean;
+  name?: string;
+  balance?: string;
+  merchant?: string;
+  amount?: string;
+  note?: string;
+  sandbox?: boolean;
+  state?: string;
+  to?: string;
+  reason?: string;
+  limit?: string;
+  phone?: string;
+};
 
+/**
+ * The operator CLI. commander parses (per-command help, "did you mean" for typos, required options,
+ * choices); run() below does the work. Exit codes: 0 done, 1 refused or failed, 2 usage.
+ */
 export async function main(argv: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (e) {
-    process.stderr.write(`mds: ${(e as Error).message}\n\n${USAGE}\n`);
-    return 2;
-  }
-  const { positionals, values } = parsed;
-  if (values.help || positionals.length === 0) {
-    process.stdout.write(`${USAGE}\n`);
-    return positionals.length === 0 && !values.help ? 2 : 0;
-  }
+  const json = argv.includes('--json');
   const out: Out = {
-    json: values.json === true,
+    json,
     print(human, data) {
       process.stdout.write(this.json ? `${JSON.stringify(data, null, 2)}\n` : `${human}\n`);
     },
   };
+  let code = 0;
+  const dispatch = (command: string, positionals: string[], values: Values) => async () => {
+    code = await run(command, positionals, values, out);
+  };
+  const program = buildProgram(dispatch, json);
+  if (argv.length === 0) {
+    process.stdout.write(program.helpInformation());
+    return 2;
+  }
   try {
-    return await run(positionals, values, out);
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
   } catch (e) {
-    const message =
+    if (e instanceof CommanderError) {
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return 0;
+      if (e.code === 'commander.help') return 2; // a group without its subcommand: its help was shown
+      if (json) process.stdout.write(`${JSON.stringify({ error: 'USAGE', message: e.message.replace(/^error: /, '') })}\n`);
+      return 2;
+    }
+    const [type, message] =
       e instanceof ConfigError
-        ? e.message
+        ? ['CONFIG_INVALID', e.message]
         : e instanceof UsageError
-          ? `${e.message}\n\n${USAGE}`
+          ? ['USAGE', e.message]
           : e instanceof AppError
-            ? e.detail
-            : `${(e as Error).message}`;
-    if (out.json) process.stdout.write(`${JSON.stringify({ error: e instanceof AppError ? e.code : 'ERROR', message })}\n`);
-    process.stderr.write(`mds: ${message}\n`);
+            ? [e.code, e.detail]
+            : ['ERROR', (e as Error).message];
+    if (json) process.stdout.write(`${JSON.stringify({ error: type, message })}\n`);
+    process.stderr.write(`mds: ${message}${e instanceof UsageError ? '\n(run with --help for usage)' : ''}\n`);
     return e instanceof UsageError ? 2 : 1;
   }
 }
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-      name: { type: 'string' },
-      balance: { type: 'string' },
-      merchant: { type: 'string' },
-      amount: { type: 'string' },
-      note: { type: 'string' },
-      sandbox: { type: 'boolean' },
-      state: { type: 'string' },
-      to: { type: 'string' },
-      reason: { type: 'string' },
-      limit: { type: 'string' },
-      phone: { type: 'string' },
-    },
-  });
-}
+function buildProgram(dispatch: (command: string, positionals: string[], values: Values) => () => Promise<void>, json: boolean): Command {
+  const program = new Command('mds')
+    .description('merchant delivery service: the HTTP API, its background work, and the operator commands')
+    .exitOverride()
+    .showSuggestionAfterError(true)
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ writeErr: (text) => process.stderr.write(json ? '' : text), outputError: (text, write) => write(text) })
+    .addHelpText('after', FOOTER);
+  const leaf = (parent: Command, name: string, description: string) =>
+    parent.command(name).description(description).option('--json', 'machine-readable output');
+  const group = (name: string, description: string) => program.command(name).description(description).addHelpText('after', FOOTER);
+  const states = [...TRANSFER_STATES];
 
-type Values = ReturnType<typeof parse>['values'];
+  leaf(program, 'serve', 'start the HTTP API and the scheduler (what npm start runs)').action((o) => dispatch('serve', [], o)());
+  leaf(program, 'worker', 'run the background work (scheduler, webhook deliveries) without the HTTP API').action((o) => dispatch('worker', [], o)());
+  leaf(program, 'migrate', 'apply database migrations').action((o) => dispatch('migrate', [], o)());
+  leaf(program, 'backup', 'consistent online copy of the embedded SQLite database (never overwrites FILE)')
+    .argument('<file>')
+    .action((file, o) => dispatch('backup', ['backup', file], o)());
+  leaf(program, 'restore', 'replace the embedded SQLite database with a backup (refused while serve or worker run)')
+    .argument('<file>')
+    .action((file, o) => dispatch('restore', ['restore', file], o)());
+
+  const merchants = group('merchants', 'merchant accounts');
+  leaf(merchants, 'create', 'create a merchant and its first credential set (the secret is shown once)')
+    .requiredOption('--name <name>', 'display name (1 to 200 characters, no control characters)')
+    .option('--balance <amount>', 'opening balance, e.g. 5000 or 5000.50')
+    .option('--sandbox', 'a sandbox merchant: play money, transfers driven by a simulated courier')
+    .action((o) => dispatch('merchants create', [], o)());
+  leaf(merchants, 'list', 'every merchant with its balance').action((o) => dispatch('merchants list', [], o)());
+
+  const credentials = group('credentials', "merchants' client credentials");
+  leaf(credentials, 'issue', 'issue another credential set (rotation)')
+    .requiredOption('--merchant <id>', 'merchant id')
+    .action((o) => dispatch('credentials issue', [], o)());
+  leaf(credentials, 'list', "a merchant's credential sets (never the secrets)")
+    .requiredOption('--merchant <id>', 'merchant id')
+    .action((o) => dispatch('credentials list', [], o)());
+  leaf(credentials, 'revoke', 'disable: its tokens fail with CREDENTIALS_REVOKED')
+    .argument('<clientId>')
+    .action((id, o) => dispatch('credentials revoke', ['credentials', 'revoke', id], o)());
+  leaf(credentials, 'delete', 'delete: its tokens fail with CREDENTIALS_NOT_FOUND')
+    .argument('<clientId>')
+    .action((id, o) => dispatch('credentials delete', ['credentials', 'delete', id], o)());
+
+  const balance = group('balance', 'merchant balances and their ledger');
+  leaf(balance, 'top-up', 'add money (a TOP_UP ledger entry)')
+    .requiredOption('--merchant <id>', 'merchant id')
+    .requiredOption('--amount <amount>', 'e.g. 1250 or 1250.50')
+    .option('--note <text>', 'shown in the ledger')
+    .action((o) => dispatch('balance top-up', [], o)());
+  leaf(balance, 'show', 'balance and every ledger entry')
+    .requiredOption('--merchant <id>', 'merchant id')
+    .action((o) => dispatch('balance show', [], o)());
+
+  const couriers = group('couriers', 'courier accounts');
+  leaf(couriers, 'create', 'a courier account and its client credentials (the secret is shown once)')
+    .requiredOption('--name <name>', 'full name (merchants see the first name)')
+    .requiredOption('--phone <phone>', 'digits with optional +, spaces, dashes, parentheses')
+    .action((o) => dispatch('couriers create', [], o)());
+  leaf(couriers, 'list', 'every courier').action((o) => dispatch('couriers list', [], o)());
+  leaf(couriers, 'disable', 'its tokens then fail with CREDENTIALS_REVOKED; its jobs stay as they are')
+    .argument('<courierId>')
+    .action((id, o) => dispatch('couriers disable', ['couriers', 'disable', id], o)());
+  leaf(couriers, 'enable', 'undo disable')
+    .argument('<courierId>')
+    .action((id, o) => dispatch('couriers enable', ['couriers', 'enable', id], o)());
+  leaf(couriers, 'unlock', 'clear a job locked after 5 wrong codes')
+    .argument('<transferId>')
+    .action((id, o) => dispatch('couriers unlock', ['couriers', 'unlock', id], o)());
+
+  const transfers = group('transfers', 'transfers of every merchant (support)');
+  leaf(transfers, 'list', "newest first, every merchant's unless --merchant")
+    .option('--merchant <id>', 'one merchant only')
+    .addOption(new Option('--state <state>', 'only this state').choices(states))
+    .option('--limit <n>', 'at most this many (1 to 500, default 50)')
+    .action((o) => dispatch('transfers list', [], o)());
+  leaf(transfers, 'show', 'the transfer as its merchant sees it')
+    .argument('<transferId>')
+    .action((id, o) => dispatch('transfers show', ['transfers', 'show', id], o)());
+  leaf(transfers, 'events', 'its timeline, oldest first')
+    .argument('<transferId>')
+    .action((id, o) => dispatch('transfers events', ['transfers', 'events', id], o)());
+  leaf(transfers, 'cancel', 'cancel any transfer that has not ended, with a full refund')
+    .argument('<transferId>')
+    .requiredOption('--reason <text>', 'why (the merchant sees it: write it for them)')
+    .action((id, o) => dispatch('transfers cancel', ['transfers', 'cancel', id], o)());
+  leaf(transfers, 'advance', 'move it through a transition the lifecycle allows support to make')
+    .argument('<transferId>')
+    .addOption(new Option('--to <state>', 'the target state').choices(states).makeOptionMandatory())
+    .requiredOption('--reason <text>', 'why (the merchant sees it)')
+    .action((id, o) => dispatch('transfers advance', ['transfers', 'advance', id], o)());
+
+  const tariffs = group('tariffs', 'the pricing tariff');
+  leaf(tariffs, 'show', 'the tariff in force (JSON)').action((o) => dispatch('tariffs show', [], o)());
+  leaf(tariffs, 'set', 'validate FILE and make it the tariff in force')
+    .argument('<file>')
+    .action((file, o) => dispatch('tariffs set', ['tariffs', 'set', file], o)());
+
+  const keys = group('keys', 'token signing keys');
+  leaf(keys, 'generate', 'print a new TOKEN_SIGNING_KEYS entry').action((o) => dispatch('keys generate', [], o)());
+  return program;
+}
 
 function need(values: Values, name: 'name' | 'merchant' | 'amount' | 'reason' | 'to' | 'phone'): string {
   const v = values[name];
@@ -143,10 +212,8 @@ function onePositional(positionals: string[], what: string): string {
   return positionals[2];
 }
 
-async function run(positionals: string[], values: Values, out: Out): Promise<number> {
-  const [group, action] = positionals;
-  // One-word commands take their argument as the second positional.
-  const command = action && !ONE_WORD.has(group) ? `${group} ${action}` : group;
+async function run(command: string, positionals: string[], values: Values, out: Out): Promise<number> {
+  const [group, action] = command.split(' ');
 
   if (command === 'keys generate') {
     const key = generateSigningKey();
@@ -411,6 +478,6 @@ async function run(positionals: string[], values: Values, out: Out): Promise<num
       });
     }
     default:
-      throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+      throw new UsageError(`unknown command "${command}"`);
   }
 }

@@ -146,8 +146,11 @@ describeEachStore(
       );
       const bad = await mds(t, 'transfers', 'advance', tr.id, '--to', 'flying', '--reason', 'x');
       assert.equal(bad.code, 2);
-      assert.match(bad.stderr, /--to must be one of inProgress, courierAssigned, pickedUp, delivered, returning, returned, cancelled/);
-      assert.match((await mds(t, 'transfers', 'cancel', tr.id)).stderr, /--reason is required/);
+      assert.match(
+        bad.stderr,
+        /option '--to <state>' argument 'flying' is invalid\. Allowed choices are inProgress, courierAssigned, pickedUp, delivered, returning, returned, cancelled/,
+      );
+      assert.match((await mds(t, 'transfers', 'cancel', tr.id)).stderr, /required option '--reason <text>' not specified/);
     });
 
     test('merchants create --sandbox makes a sandbox merchant whose transfers the simulated courier drives', async () => {
@@ -207,14 +210,18 @@ describeEachStore(
     test('bad arguments print a clear message and exit non-zero', async () => {
       const t = ctx();
       const cases: Array<[string[], number, RegExp]> = [
-        [['merchants', 'create'], 2, /--name is required/],
+        [['merchants', 'create'], 2, /required option '--name <name>' not specified/],
         [['merchants', 'create', '--name', 'X', '--balance', '12.345'], 2, /at most two decimals/],
-        [['merchants', 'create', '--name', 'X', '--balance=-5'], 2, /amount must look like/],
-        [['merchants', 'explode'], 2, /unknown command "merchants explode"/],
-        [['merchants', 'list', '--frobnicate'], 2, /Unknown option '--frobnicate'/],
+        [['merchants', 'create', '--name', 'X', '--balance', '-5'], 2, /amount must look like 1250 or 1250\.50/],
+        [['merchants', 'create', '--name', 'X', '--balance', '80000000000000'], 2, /amount 80000000000000 is too large: at most 9999999999999\.99/],
+        [['merchants', 'create', '--name', 'a\nb'], 1, /Merchant name must be 1 to 200 characters without control characters/],
+        [['merchants', 'explode'], 2, /unknown command 'explode'/],
+        [['merchants', 'lst'], 2, /unknown command 'lst'\n\(Did you mean list\?\)/],
+        [['merchants', 'create', '--name', 'X', '--balanse', '5'], 2, /unknown option '--balanse'\n\(Did you mean --balance\?\)/],
+        [['merchants', 'list', '--frobnicate'], 2, /unknown option '--frobnicate'/],
         [['balance', 'top-up', '--merchant', '01a20058-cb4a-7657-ba2b-fa105300957e', '--amount', '5'], 1, /No merchant 01a20058-cb4a-7657-ba2b-fa105300957e/],
         [['credentials', 'revoke', 'cli_nobody'], 1, /No credential with client id cli_nobody/],
-        [['credentials', 'revoke'], 2, /expected exactly one CLIENT_ID/],
+        [['credentials', 'revoke'], 2, /missing required argument 'clientId'/],
         [['balance', 'top-up', '--merchant', 'x', '--amount', '0'], 1, /Top-up amount must be positive/],
       ];
       for (const [args, code, message] of cases) {
@@ -222,12 +229,31 @@ describeEachStore(
         assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
         assert.match(r.stderr, message, args.join(' '));
       }
-      const jsonError = await mds(t, 'credentials', 'delete', 'cli_nobody', '--json');
-      assert.equal(jsonError.code, 1);
-      assert.deepEqual(JSON.parse(jsonError.stdout), { error: 'CLIENT_NOT_FOUND', message: 'No credential with client id cli_nobody' });
+      // --json: every error is one JSON object on stdout with a stable code (nothing else there).
+      const jsonCases: Array<[string[], { error: string; message: string | RegExp }]> = [
+        [['credentials', 'delete', 'cli_nobody', '--json'], { error: 'CLIENT_NOT_FOUND', message: 'No credential with client id cli_nobody' }],
+        [['merchants', 'create', '--name', 'X', '--balance', '-5', '--json'], { error: 'USAGE', message: /amount must look like/ }],
+        [['merchants', 'lst', '--json'], { error: 'USAGE', message: /unknown command 'lst'/ }],
+        [['merchants', 'create', '--name', 'a\tb', '--json'], { error: 'VALIDATION_FAILED', message: /without control characters/ }],
+      ];
+      for (const [args, expected] of jsonCases) {
+        const r = await mds(t, ...args);
+        const body = JSON.parse(r.stdout);
+        assert.deepEqual(Object.keys(body), ['error', 'message'], args.join(' '));
+        assert.equal(body.error, expected.error, args.join(' '));
+        if (typeof expected.message === 'string') assert.equal(body.message, expected.message);
+        else assert.match(body.message, expected.message);
+      }
+      const listed = await mds(t, 'merchants', 'list', '--json');
+      assert.match(listed.stderr, /^mds: database \//m, 'which database a command opened, on stderr');
+      const perCommand = await mds(t, 'merchants', 'create', '--help');
+      assert.equal(perCommand.code, 0);
+      assert.match(perCommand.stdout, /Usage: mds merchants create \[options\][\s\S]*--sandbox/);
+      const helpCommand = await mds(t, 'help', 'transfers');
+      assert.match(helpCommand.stdout, /Usage: mds transfers \[options\] \[command\][\s\S]*advance/);
       const help = await mds(t, '--help');
       assert.equal(help.code, 0);
-      assert.match(help.stdout, /Usage: mds <command>/);
+      assert.match(help.stdout, /Usage: mds \[options\] \[command\]/);
     });
 
     test('invalid configuration fails fast with every problem listed', async () => {

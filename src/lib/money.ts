@@ -45,7 +45,9 @@ export function formatDecimal2(scaled: bigint): string {
 
 /** Operator input "1250.00" or "1250" -> 125000 minor units. Rejects more than two decimals. */
 export function parseMajorAmount(text: string): number {
-  const m = /^(0|[1-9]\d{0,12})(?:\.(\d{1,2}))?$/.exec(text.trim());
+  const t = text.trim();
+  if (/^[1-9]\d{13,}(?:\.\d{1,2})?$/.test(t)) throw new RangeError(`amount ${t} is too large: at most 9999999999999.99`);
+  const m = /^(0|[1-9]\d{0,12})(?:\.(\d{1,2}))?$/.exec(t);
   if (!m) throw new RangeError(`amount must look like 1250 or 1250.50 (at most two decimals), got "${text}"`);
   return Number(BigInt(m[1]) * MINOR_PER_MAJOR + BigInt((m[2] ?? '').padEnd(2, '0')));
 }

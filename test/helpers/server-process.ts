@@ -286,7 +286,7 @@ export async function merchantTotals(access: StoreAccess, merchantId: string) {
     ledgerSum: sum(ledger.map((e) => e.amount)),
     topUps: sum(ledger.filter((e) => e.kind === 'TOP_UP').map((e) => e.amount)),
     charges: ledger.filter((e) => e.kind === 'CHARGE'),
-    chargedSum: -sum(ledger.filter((e) => e.kind === 'CHARGE').map((e) => e.amount)),
+    chargedSum: sum(ledger.filter((e) => e.kind === 'CHARGE').map((e) => -e.amount)), // not -sum(): no charges must be 0, not -0
     refunds: ledger.filter((e) => e.kind === 'REFUND'),
     refundedSum: sum(ledger.filter((e) => e.kind === 'REFUND').map((e) => e.amount)),
     transfers,

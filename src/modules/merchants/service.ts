@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { inTransaction } from '../../db/transaction.ts';
 import type { DB, Db, MerchantMode } from '../../db/types.ts';
+import { SINGLE_LINE } from '../../http/schemas.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -31,6 +32,8 @@ export interface LedgerEntryView {
   createdAt: string;
 }
 
+const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u');
+
 /** Merchants and their money. Every balance change writes a ledger entry in the same transaction. */
 export class MerchantsService {
   readonly #db: Kysely<DB>;
@@ -50,7 +53,10 @@ export class MerchantsService {
    */
   async create(name: string, openingBalanceMinor = 0, mode: MerchantMode = 'live'): Promise<{ merchant: MerchantView; credential: IssuedCredential }> {
     const trimmed = name.trim();
-    if (trimmed === '' || trimmed.length > 200) throw new AppError('VALIDATION_FAILED', 'Merchant name must be 1 to 200 characters');
+    // The API's text rules, so an operator cannot store what the API would refuse.
+    if (trimmed === '' || trimmed.length > 200 || !SINGLE_LINE_RE.test(trimmed)) {
+      throw new AppError('VALIDATION_FAILED', 'Merchant name must be 1 to 200 characters without control characters (no line breaks or tabs)');
+    }
     return inTransaction(this.#db, async (trx) => {
       const now = this.#clock.now();
       const row: MerchantRow = { id: newId(), name: trimmed, balance: 0, mode, created_at: now, updated_at: now };
