@@ -15,8 +15,10 @@ import { authRoutes } from './modules/auth/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { balanceRoutes } from './modules/merchants/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
+import { trackingRoutes } from './modules/tracking/routes.ts';
 import { transferRoutes } from './modules/transfers/routes.ts';
 import { warehouseRoutes } from './modules/warehouses/routes.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
 import { createServices } from './services.ts';
 
 export interface AppDeps {
@@ -68,12 +70,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes(database));
   await app.register(authRoutes);
   await app.register(discoveryRoutes(config.publicBaseUrl));
+  await app.register(trackingRoutes);
   await app.register(async (api) => {
     protect(api);
     await api.register(warehouseRoutes);
     await api.register(quoteRoutes);
     await api.register(transferRoutes);
     await api.register(balanceRoutes);
+    await api.register(webhookRoutes);
   });
   return app;
 }

@@ -43,7 +43,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
   const url = await app.listen({ port: config.port, host: config.host });
   app.log.info({ database: database.describe, dialect: database.dialect }, `ready: ${url} (API docs at ${url}/docs)`);
-  const background: Background | undefined = config.schedulerEnabled ? startBackground(app.services, config, app.log) : undefined;
+  const parts = { scheduler: config.schedulerEnabled, webhooks: config.webhookWorkerEnabled };
+  const background: Background | undefined = parts.scheduler || parts.webhooks ? startBackground(app.services, config, app.log, parts) : undefined;
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
@@ -59,7 +60,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   return { app, database, url, stop };
 }
 
-/** `mds worker`: the background work (scheduler) with no HTTP API, for deployments that run it apart. */
+/** `mds worker`: the background work (scheduler, webhook delivery) with no HTTP API, for deployments that run it apart. */
 export async function startWorker(config: Config): Promise<{ stop(): Promise<void> }> {
   const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
   if (database.dialect === 'sqlite') await migrateToLatest(database);

@@ -9,8 +9,11 @@ import { IdempotencyService } from './modules/idempotency/service.ts';
 import { MerchantsService } from './modules/merchants/service.ts';
 import { QuotesService } from './modules/quotes/service.ts';
 import { TariffsService } from './modules/tariffs/service.ts';
+import { TrackingService } from './modules/tracking/service.ts';
 import { TransfersService } from './modules/transfers/service.ts';
 import { WarehousesService } from './modules/warehouses/service.ts';
+import { WebhookDelivery } from './modules/webhooks/delivery.ts';
+import { WebhooksService } from './modules/webhooks/service.ts';
 
 export interface Services {
   auth: AuthService;
@@ -21,6 +24,9 @@ export interface Services {
   tariffs: TariffsService;
   quotes: QuotesService;
   transfers: TransfersService;
+  webhooks: WebhooksService;
+  webhookDelivery: WebhookDelivery;
+  tracking: TrackingService;
 }
 
 export interface ServiceDeps {
@@ -57,6 +63,15 @@ export function createServices({ config, database, clock, signingKeys }: Service
       paymentTtlMinutes: config.paymentTtlMinutes,
       assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
       sandboxStepSeconds: config.sandboxStepSeconds,
+      publicBaseUrl: config.publicBaseUrl,
     }),
+    webhooks: new WebhooksService(db, clock, { allowPrivate: config.webhookAllowPrivate }),
+    webhookDelivery: new WebhookDelivery(db, database.dialect, clock, {
+      timeoutMs: config.webhookTimeoutMs,
+      allowPrivate: config.webhookAllowPrivate,
+      concurrency: config.webhookConcurrency,
+      endpointConcurrency: config.webhookEndpointConcurrency,
+    }),
+    tracking: new TrackingService(db, clock, { refreshSeconds: config.trackingRefreshSeconds, rateLimitPerMinute: config.trackingRateLimitPerMinute }),
   };
 }

@@ -2,11 +2,13 @@ import type { Migration } from 'kysely/migration';
 import type { Dialect } from '../types.ts';
 import { initial } from './001_initial.ts';
 import { lifecycle } from './002_lifecycle.ts';
+import { webhooks } from './004_webhooks.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 export function allMigrations(dialect: Dialect): Record<string, Migration> {
   return {
     '2026-11-21-001-initial': initial(dialect),
     '2026-11-23-002-lifecycle': lifecycle(dialect),
+    '2026-11-23-004-webhooks': webhooks(dialect),
   };
 }

@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { DB, Db, EventsTable } from '../../db/types.ts';
+import { webhooksRepository } from '../webhooks/repository.ts';
 
 export type EventRow = Omit<EventsTable, 'position'> & { position: number };
 export type NewEvent = Omit<EventsTable, 'position'>;
@@ -10,7 +11,16 @@ export type NewEvent = Omit<EventsTable, 'position'>;
  */
 export const eventsRepository = {
   async append(trx: Transaction<DB>, event: NewEvent): Promise<void> {
-    await trx.insertInto('events').values(event).execute();
+    const { position } = await trx.insertInto('events').values(event).returning('position').executeTakeFirstOrThrow();
+    // The webhook outbox fan-out, in the same transaction: delivered if and only if the change commits.
+    await webhooksRepository.fanOut(trx, {
+      merchantId: event.merchant_id,
+      messageId: event.id,
+      type: event.type,
+      eventPosition: Number(position),
+      payload: null,
+      at: event.occurred_at,
+    });
   },
 
   /** A transfer's timeline, oldest first; scoped to the merchant. */
