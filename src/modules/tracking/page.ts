@@ -73,6 +73,7 @@ li{position:relative;padding:.35rem 0 .35rem 1rem}
 li::before{content:"";position:absolute;left:-.45rem;top:.75rem;width:.6rem;height:.6rem;border-radius:50%;background:#2b6cb0}
 li:first-child .label{font-weight:600}
 time{display:block;color:#4a5568;font-size:.85rem}
+.updated time{display:inline}
 `;
 
 /** The whole document. `nonce` authorises the inline style and script (and nothing else). */
@@ -87,6 +88,8 @@ export function trackingPage(v: TrackingView, nonce: string, refreshSeconds: num
       .then(function(r){ return r.ok ? r.text() : null; })
       .then(function(html){
         if (html) {
+          // Without its style and script: parsed here, they would run into this page's nonce (another page's nonce).
+          html = html.replace(/<(style|script)[\\s\\S]*?<\\/\\1>/g, '');
           var next = new DOMParser().parseFromString(html, 'text/html').getElementById('tracking');
           var now = document.getElementById('tracking');
           if (next && now) now.replaceWith(document.importNode(next, true));
