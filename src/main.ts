@@ -13,8 +13,8 @@ const USAGE = `mds - merchant delivery service
 
 Usage: mds <command> [options]          (every command takes --json for machine-readable output)
 
-  serve                                         start the HTTP API and the scheduler (what npm start runs)
-  worker                                        run the background work (scheduler) without the HTTP API
+  serve                                         start the HTTP API, the scheduler and the webhook worker (what npm start runs)
+  worker                                        run the background work (scheduler, webhook worker) without the HTTP API
   migrate                                       apply database migrations
   merchants create --name NAME [--balance AMOUNT] [--sandbox]
                                                 create a merchant and its first credential set
@@ -33,6 +33,9 @@ Usage: mds <command> [options]          (every command takes --json for machine-
   transfers cancel TRANSFER_ID --reason TEXT    cancel any transfer that has not ended, full refund
   transfers advance TRANSFER_ID --to STATE --reason TEXT
                                                 move it through an allowed transition (support)
+  webhooks list [--merchant ID]                 webhook endpoints (every merchant's unless --merchant), with pending deliveries
+  webhooks attempts ENDPOINT_ID [--limit N]     the latest delivery attempts to an endpoint, newest first
+  webhooks replay ENDPOINT_ID --since ISO_TIME  deliver every event since ISO_TIME to the endpoint again
   tariffs show                                  the tariff in force (JSON)
   tariffs set FILE                              validate FILE and make it the tariff in force
   keys generate                                 print a new TOKEN_SIGNING_KEYS entry
@@ -100,6 +103,7 @@ function parse(argv: string[]) {
       to: { type: 'string' },
       reason: { type: 'string' },
       limit: { type: 'string' },
+      since: { type: 'string' },
     },
   });
 }
@@ -309,6 +313,51 @@ async function run(positionals: string[], values: Values, out: Out): Promise<num
       return withServices(config, async (s) => {
         const t = action === 'cancel' ? await s.transfers.operatorCancel(id, reason) : await s.transfers.operatorAdvance(id, to, reason);
         out.print(`Transfer ${t.id} is now ${t.state}${t.refundedAmount ? ` (refunded ${t.refundedAmount} ${t.currency})` : ''}`, { transfer: t });
+        return 0;
+      });
+    }
+    case 'webhooks list':
+      return withServices(config, async (s) => {
+        if (values.merchant !== undefined) await s.merchants.get(values.merchant);
+        const endpoints = await s.webhooks.listAny(values.merchant);
+        out.print(
+          endpoints
+            .map(
+              (e) =>
+                `${e.id}  ${e.status.padEnd(8)} ${String(e.pending).padStart(6)} pending  merchant ${e.merchantId}  ${e.url}${e.disabledReason ? `  (${e.disabledReason})` : ''}`,
+            )
+            .join('\n') || 'No webhook endpoints',
+          { endpoints },
+        );
+        return 0;
+      });
+    case 'webhooks attempts': {
+      const id = onePositional(positionals, 'ENDPOINT_ID');
+      const limit = values.limit === undefined ? 50 : Number(values.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new UsageError('--limit must be a whole number from 1 to 500');
+      return withServices(config, async (s) => {
+        const { items } = await s.webhooks.attempts(undefined, id, { limit });
+        out.print(
+          items
+            .map(
+              (a) =>
+                `${a.attemptedAt}  ${a.status.padEnd(9)} ${String(a.responseStatus ?? '-').padStart(3)}  ${String(a.durationMs).padStart(5)} ms  #${a.attempt}  ${a.eventType.padEnd(26)} ${a.webhookId}${a.error ? `  ${a.error}` : ''}${a.nextAttemptAt ? `  next ${a.nextAttemptAt}` : ''}`,
+            )
+            .join('\n') || 'No attempts',
+          { attempts: items },
+        );
+        return 0;
+      });
+    }
+    case 'webhooks replay': {
+      const id = onePositional(positionals, 'ENDPOINT_ID');
+      const since = values.since;
+      if (since === undefined || Number.isNaN(Date.parse(since)) || !/^\d{4}-\d{2}-\d{2}T/.test(since)) {
+        throw new UsageError('--since must be an ISO 8601 time such as 2026-11-21T10:00:00Z');
+      }
+      return withServices(config, async (s) => {
+        const r = await s.webhooks.replay(undefined, id, { since: new Date(since).toISOString() });
+        out.print(`Queued ${r.queued} deliveries to ${id}`, r);
         return 0;
       });
     }

@@ -7,6 +7,7 @@ import { signatureHeader } from '../src/modules/webhooks/signing.ts';
 import { createTestApp, describeEachStore, type Merchant, type TestApp, UUID_RE } from './helpers/app.ts';
 import { quote, setup, transferBody } from './helpers/flow.ts';
 import { type Received, startReceiver } from './helpers/receiver.ts';
+import { cli } from './helpers/server-process.ts';
 
 const ENV = { WEBHOOK_ALLOW_PRIVATE: 'true' };
 const ISO = (ms: number) => new Date(ms).toISOString();
@@ -450,6 +451,30 @@ describeEachStore(
         assert.equal(del.statusCode, 204);
         assert.equal((await t.as(m, { method: 'GET', url: `/webhook-endpoints/${ep.id}` })).statusCode, 404);
         assert.deepEqual((await t.as(m, { method: 'GET', url: '/webhook-endpoints' })).json(), []);
+      } finally {
+        await rx.close();
+      }
+    });
+
+    test('operator CLI through the real binary: mds webhooks list, attempts, replay', async () => {
+      const t = ctx();
+      const rx = await startReceiver();
+      try {
+        const { m, w } = await setup(t);
+        const ep = await createEndpoint(t, m, rx.url);
+        await quote(t, m, w.id);
+        await t.services.webhookDelivery.runOnce();
+        const env = t.store.env;
+        const list = await cli(env, ['webhooks', 'list', '--merchant', m.merchantId]);
+        assert.equal(list.code, 0, list.stderr);
+        const { secret: _secret, ...shown } = ep;
+        assert.deepEqual(list.output, { endpoints: [{ ...shown, merchantId: m.merchantId, pending: 0 }] });
+        const attemptsOut = await cli(env, ['webhooks', 'attempts', ep.id]);
+        assert.equal(attemptsOut.code, 0, attemptsOut.stderr);
+        assert.deepEqual(attemptsOut.output.attempts, await attempts(t, m, ep.id));
+        const replay = await cli(env, ['webhooks', 'replay', ep.id, '--since', ISO(t.clock.now() - 1000)]);
+        assert.deepEqual([replay.code, replay.output], [0, { queued: 1 }]);
+        assert.ok(!JSON.stringify([list.output, attemptsOut.output]).includes(ep.secret), 'operators never see the secret');
       } finally {
         await rx.close();
       }
