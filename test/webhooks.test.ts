@@ -428,9 +428,13 @@ describeEachStore(
         const redeliver = await t.as(m, { method: 'POST', url: `/webhook-endpoints/${ep.id}/redeliver`, payload: { eventId: events[0].id } });
         assert.deepEqual([redeliver.statusCode, redeliver.json()], [202, { queued: 1 }]);
         await t.services.webhookDelivery.runOnce();
-        assert.equal(rx.received[2].headers['webhook-id'], rx.received[0].headers['webhook-id'], 'a replay keeps the webhook-id');
-        assert.equal(rx.received[2].body, rx.received[0].body);
-        assert.equal(rx.received[3].headers['webhook-id'], events[0].id, 'redelivery of quote.created, whatever the filter');
+        const again = rx.received.slice(2);
+        const replayed = again.find((r) => r.headers['webhook-id'] === rx.received[0].headers['webhook-id']);
+        assert.equal(replayed?.body, rx.received[0].body, 'a replay keeps the webhook-id and the body');
+        assert.ok(
+          again.some((r) => r.headers['webhook-id'] === events[0].id),
+          'redelivery of quote.created, whatever the filter',
+        );
 
         const put = await t.as(m, {
           method: 'PUT',
@@ -451,30 +455,6 @@ describeEachStore(
         assert.equal(del.statusCode, 204);
         assert.equal((await t.as(m, { method: 'GET', url: `/webhook-endpoints/${ep.id}` })).statusCode, 404);
         assert.deepEqual((await t.as(m, { method: 'GET', url: '/webhook-endpoints' })).json(), []);
-      } finally {
-        await rx.close();
-      }
-    });
-
-    test('operator CLI through the real binary: mds webhooks list, attempts, replay', async () => {
-      const t = ctx();
-      const rx = await startReceiver();
-      try {
-        const { m, w } = await setup(t);
-        const ep = await createEndpoint(t, m, rx.url);
-        await quote(t, m, w.id);
-        await t.services.webhookDelivery.runOnce();
-        const env = t.store.env;
-        const list = await cli(env, ['webhooks', 'list', '--merchant', m.merchantId]);
-        assert.equal(list.code, 0, list.stderr);
-        const { secret: _secret, ...shown } = ep;
-        assert.deepEqual(list.output, { endpoints: [{ ...shown, merchantId: m.merchantId, pending: 0 }] });
-        const attemptsOut = await cli(env, ['webhooks', 'attempts', ep.id]);
-        assert.equal(attemptsOut.code, 0, attemptsOut.stderr);
-        assert.deepEqual(attemptsOut.output.attempts, await attempts(t, m, ep.id));
-        const replay = await cli(env, ['webhooks', 'replay', ep.id, '--since', ISO(t.clock.now() - 1000)]);
-        assert.deepEqual([replay.code, replay.output], [0, { queued: 1 }]);
-        assert.ok(!JSON.stringify([list.output, attemptsOut.output]).includes(ep.secret), 'operators never see the secret');
       } finally {
         await rx.close();
       }
@@ -619,6 +599,40 @@ describe('webhook destinations (SSRF): private addresses refused without WEBHOOK
       assert.equal(errors.length, 2);
       assert.match(errors[0].error ?? '', /^destination refused: 127\.0\.0\.1 is a loopback/);
       assert.match(errors[1].error ?? '', /^destination refused: localhost resolves to (127\.0\.0\.1|::1) /);
+    } finally {
+      await rx.close();
+    }
+  });
+});
+
+// SQLite only: spawning the binary is slow on small machines, and the store makes no difference to the CLI.
+describe('webhooks: operator CLI', () => {
+  let cliApp: TestApp;
+  before(async () => {
+    cliApp = await createTestApp('sqlite', ENV);
+    senderNow = () => cliApp.clock.now();
+  });
+  after(async () => cliApp?.close());
+
+  test('operator CLI through the real binary: mds webhooks list, attempts, replay', async () => {
+    const t = cliApp;
+    const rx = await startReceiver();
+    try {
+      const { m, w } = await setup(t);
+      const ep = await createEndpoint(t, m, rx.url);
+      await quote(t, m, w.id);
+      await t.services.webhookDelivery.runOnce();
+      const env = t.store.env;
+      const list = await cli(env, ['webhooks', 'list', '--merchant', m.merchantId]);
+      assert.equal(list.code, 0, list.stderr);
+      const { secret: _secret, ...shown } = ep;
+      assert.deepEqual(list.output, { endpoints: [{ ...shown, merchantId: m.merchantId, pending: 0 }] });
+      const attemptsOut = await cli(env, ['webhooks', 'attempts', ep.id]);
+      assert.equal(attemptsOut.code, 0, attemptsOut.stderr);
+      assert.deepEqual(attemptsOut.output.attempts, await attempts(t, m, ep.id));
+      const replay = await cli(env, ['webhooks', 'replay', ep.id, '--since', ISO(t.clock.now() - 1000)]);
+      assert.deepEqual([replay.code, replay.output], [0, { queued: 1 }]);
+      assert.ok(!JSON.stringify([list.output, attemptsOut.output]).includes(ep.secret), 'operators never see the secret');
     } finally {
       await rx.close();
     }

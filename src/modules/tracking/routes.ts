@@ -18,9 +18,17 @@ function wantsJson(request: FastifyRequest): boolean {
 /** The public tracking page (no token): HTML for browsers, JSON for Accept: application/json. */
 export async function trackingRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const html = { 'text/html': { schema: { type: 'string', description: 'The tracking page (self-contained HTML)' } } };
+  const html = {
+    'text/html': {
+      schema: { type: 'string', description: 'The tracking page (self-contained HTML)' },
+      example: trackingPage(TRACKING_EXAMPLE, 'EXAMPLE-NONCE', 10),
+    },
+  };
   const notFound = problemResponses(['TRACKING_CODE_NOT_FOUND']) as Record<number, { content: Record<string, unknown> }>;
-  notFound[404].content = { ...notFound[404].content, 'text/html': { schema: { type: 'string', description: 'A "not found" page' } } };
+  notFound[404].content = {
+    ...notFound[404].content,
+    'text/html': { schema: { type: 'string', description: 'A "not found" page' }, example: notFoundPage('EXAMPLE-NONCE') },
+  };
 
   app.get(
     '/track/:trackingCode',

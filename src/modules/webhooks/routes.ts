@@ -80,6 +80,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         operationId: 'getWebhookEndpoint',
         tags,
         summary: 'One webhook endpoint',
+        description: 'The endpoint as it is now (never its secret): status, the reason it was disabled, the end of a secret rotation.',
         security,
         params: EndpointParams,
         response: {
@@ -123,14 +124,14 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         security,
         params: EndpointParams,
         response: {
-          204: { description: 'Deleted' },
+          204: { type: 'null', description: 'Deleted' },
           ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND'], badId),
         },
       },
     },
     async (request, reply) => {
       await service().delete(request.principal.merchantId, request.params.id);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 
