@@ -20,8 +20,10 @@ import { balanceRoutes } from './modules/merchants/routes.ts';
 import type { Metrics } from './modules/metrics/metrics.ts';
 import { registerMetrics } from './modules/metrics/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
+import { trackingRoutes } from './modules/tracking/routes.ts';
 import { transferRoutes } from './modules/transfers/routes.ts';
 import { warehouseRoutes } from './modules/warehouses/routes.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
 import { createServices } from './services.ts';
 
 export interface AppDeps {
@@ -92,12 +94,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes(database));
   await app.register(authRoutes);
   await app.register(discoveryRoutes(config.publicBaseUrl));
+  await app.register(trackingRoutes);
   await app.register(async (api) => {
     protect(api);
     await api.register(warehouseRoutes);
     await api.register(quoteRoutes);
     await api.register(transferRoutes);
     await api.register(balanceRoutes);
+    await api.register(webhookRoutes);
   });
   await app.register(async (courierApi) => {
     protectCourier(courierApi);

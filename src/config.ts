@@ -52,6 +52,20 @@ export interface Config {
   metricsHost: string;
   /** The public base URL of the API (scheme, host, optional path; no trailing slash), e.g. for the OAuth discovery document; unset: taken from each request. */
   publicBaseUrl: string | undefined;
+  /** Whether `mds serve` runs the webhook worker (`mds worker` always does). */
+  webhookWorkerEnabled: boolean;
+  /** Deliver webhooks to loopback/private/link-local addresses too (development and tests only). */
+  webhookAllowPrivate: boolean;
+  webhookPollIntervalMs: number;
+  /** Per try: connect, headers and the first 1 KiB of the answer (15 s; shorter only for tests). */
+  webhookTimeoutMs: number;
+  /** Deliveries in flight per worker, and per endpoint per worker. */
+  webhookConcurrency: number;
+  webhookEndpointConcurrency: number;
+  /** Requests per minute per client address on the public tracking page. */
+  trackingRateLimitPerMinute: number;
+  /** How often an open tracking page refreshes itself while the delivery is under way. */
+  trackingRefreshSeconds: number;
 }
 
 export interface SigningKey {
@@ -176,7 +190,18 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0, 0, 65535) : undefined,
     metricsHost: str('METRICS_HOST', '127.0.0.1'),
     publicBaseUrl,
+    webhookWorkerEnabled: bool('WEBHOOK_WORKER_ENABLED', true),
+    webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
+    webhookPollIntervalMs: int('WEBHOOK_POLL_INTERVAL_MS', 200, 10, 60_000),
+    webhookTimeoutMs: int('WEBHOOK_TIMEOUT_SECONDS', 15, 1, 15) * 1000,
+    webhookConcurrency: int('WEBHOOK_CONCURRENCY', 32, 1, 1000),
+    webhookEndpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 100),
+    trackingRateLimitPerMinute: int('TRACKING_RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
+    trackingRefreshSeconds: int('TRACKING_REFRESH_SECONDS', 10, 1, 3600),
   };
+  if (config.webhookAllowPrivate && nodeEnv === 'production') {
+    problems.push('WEBHOOK_ALLOW_PRIVATE=true is for development and tests: it lets merchants make the service call internal addresses');
+  }
 
   if (problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);

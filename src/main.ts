@@ -36,6 +36,7 @@ type Values = {
   reason?: string;
   limit?: string;
   phone?: string;
+  since?: string;
 };
 
 /**
@@ -96,7 +97,7 @@ function buildProgram(dispatch: (command: string, positionals: string[], values:
   const group = (name: string, description: string) => program.command(name).description(description).addHelpText('after', FOOTER);
   const states = [...TRANSFER_STATES];
 
-  leaf(program, 'serve', 'start the HTTP API and the scheduler (what npm start runs)').action((o) => dispatch('serve', [], o)());
+  leaf(program, 'serve', 'start the HTTP API, the scheduler and the webhook worker (what npm start runs)').action((o) => dispatch('serve', [], o)());
   leaf(program, 'worker', 'run the background work (scheduler, webhook deliveries) without the HTTP API').action((o) => dispatch('worker', [], o)());
   leaf(program, 'migrate', 'apply database migrations').action((o) => dispatch('migrate', [], o)());
   leaf(program, 'backup', 'consistent online copy of the embedded SQLite database (never overwrites FILE)')
@@ -181,6 +182,19 @@ function buildProgram(dispatch: (command: string, positionals: string[], values:
   leaf(tariffs, 'set', 'validate FILE and make it the tariff in force')
     .argument('<file>')
     .action((file, o) => dispatch('tariffs set', ['tariffs', 'set', file], o)());
+
+  const webhooks = group('webhooks', "merchants' webhook endpoints and deliveries (never shows secrets)");
+  leaf(webhooks, 'list', "webhook endpoints, every merchant's unless --merchant, with pending deliveries")
+    .option('--merchant <id>', 'one merchant only')
+    .action((o) => dispatch('webhooks list', [], o)());
+  leaf(webhooks, 'attempts', 'the latest delivery attempts to an endpoint, newest first')
+    .argument('<endpointId>')
+    .option('--limit <n>', 'at most this many (1 to 500, default 50)')
+    .action((id, o) => dispatch('webhooks attempts', ['webhooks', 'attempts', id], o)());
+  leaf(webhooks, 'replay', 'deliver every event since a time to the endpoint again')
+    .argument('<endpointId>')
+    .requiredOption('--since <time>', 'ISO 8601 time, e.g. 2026-11-21T10:00:00Z')
+    .action((id, o) => dispatch('webhooks replay', ['webhooks', 'replay', id], o)());
 
   const keys = group('keys', 'token signing keys');
   leaf(keys, 'generate', 'print a new TOKEN_SIGNING_KEYS entry').action((o) => dispatch('keys generate', [], o)());
@@ -454,6 +468,51 @@ async function run(command: string, positionals: string[], values: Values, out: 
       return withServices(config, async (s) => {
         const t = action === 'cancel' ? await s.transfers.operatorCancel(id, reason) : await s.transfers.operatorAdvance(id, to, reason);
         out.print(`Transfer ${t.id} is now ${t.state}${t.refundedAmount ? ` (refunded ${t.refundedAmount} ${t.currency})` : ''}`, { transfer: t });
+        return 0;
+      });
+    }
+    case 'webhooks list':
+      return withServices(config, async (s) => {
+        if (values.merchant !== undefined) await s.merchants.get(values.merchant);
+        const endpoints = await s.webhooks.listAny(values.merchant);
+        out.print(
+          endpoints
+            .map(
+              (e) =>
+                `${e.id}  ${e.status.padEnd(8)} ${String(e.pending).padStart(6)} pending  merchant ${e.merchantId}  ${e.url}${e.disabledReason ? `  (${e.disabledReason})` : ''}`,
+            )
+            .join('\n') || 'No webhook endpoints',
+          { endpoints },
+        );
+        return 0;
+      });
+    case 'webhooks attempts': {
+      const id = onePositional(positionals, 'ENDPOINT_ID');
+      const limit = values.limit === undefined ? 50 : Number(values.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new UsageError('--limit must be a whole number from 1 to 500');
+      return withServices(config, async (s) => {
+        const { items } = await s.webhooks.attempts(undefined, id, { limit });
+        out.print(
+          items
+            .map(
+              (a) =>
+                `${a.attemptedAt}  ${a.status.padEnd(9)} ${String(a.responseStatus ?? '-').padStart(3)}  ${String(a.durationMs).padStart(5)} ms  #${a.attempt}  ${a.eventType.padEnd(26)} ${a.webhookId}${a.error ? `  ${a.error}` : ''}${a.nextAttemptAt ? `  next ${a.nextAttemptAt}` : ''}`,
+            )
+            .join('\n') || 'No attempts',
+          { attempts: items },
+        );
+        return 0;
+      });
+    }
+    case 'webhooks replay': {
+      const id = onePositional(positionals, 'ENDPOINT_ID');
+      const since = values.since;
+      if (since === undefined || Number.isNaN(Date.parse(since)) || !/^\d{4}-\d{2}-\d{2}T/.test(since)) {
+        throw new UsageError('--since must be an ISO 8601 time such as 2026-11-21T10:00:00Z');
+      }
+      return withServices(config, async (s) => {
+        const r = await s.webhooks.replay(undefined, id, { since: new Date(since).toISOString() });
+        out.print(`Queued ${r.queued} deliveries to ${id}`, r);
         return 0;
       });
     }

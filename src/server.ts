@@ -45,7 +45,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
   const url = await app.listen({ port: config.port, host: config.host });
   app.log.info({ database: database.describe, dialect: database.dialect }, `ready: ${url} (API docs at ${url}/docs)`);
-  const background: Background | undefined = config.schedulerEnabled ? startBackground(app.services, config, app.log, metrics) : undefined;
+  const parts = { scheduler: config.schedulerEnabled, webhooks: config.webhookWorkerEnabled };
+  const background: Background | undefined = parts.scheduler || parts.webhooks ? startBackground(app.services, config, app.log, parts, metrics) : undefined;
   const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
   if (metricsServer) app.log.info(`metrics: ${metricsServer.url}/metrics`);
 
@@ -66,7 +67,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   return { app, database, url, stop };
 }
 
-/** `mds worker`: the background work (scheduler) with no HTTP API, for deployments that run it apart. */
+/** `mds worker`: the background work (scheduler, webhook delivery) with no HTTP API, for deployments that run it apart. */
 export async function startWorker(config: Config): Promise<{ stop(): Promise<void> }> {
   const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
   if (database.dialect === 'sqlite') await migrateToLatest(database);
@@ -75,7 +76,7 @@ export async function startWorker(config: Config): Promise<{ stop(): Promise<voi
   // The worker signs no tokens: no key file is needed (or created) to run it.
   const services = createServices({ config, database, clock: systemClock, signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
   const metrics = new Metrics(database);
-  const background = startBackground(services, config, log, metrics);
+  const background = startBackground(services, config, log, { scheduler: true, webhooks: true }, metrics);
   const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
   log.info({ database: database.describe, ...(metricsServer ? { metrics: `${metricsServer.url}/metrics` } : {}) }, 'worker running');
   return {

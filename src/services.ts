@@ -5,13 +5,17 @@ import { AuthService } from './modules/auth/auth-service.ts';
 import { CredentialsService } from './modules/auth/credentials-service.ts';
 import { FailureLimiter } from './modules/auth/rate-limit.ts';
 import { TokenSigner } from './modules/auth/tokens.ts';
+import { couriersRepository } from './modules/couriers/repository.ts';
 import { CouriersService } from './modules/couriers/service.ts';
 import { IdempotencyService } from './modules/idempotency/service.ts';
 import { MerchantsService } from './modules/merchants/service.ts';
 import { QuotesService } from './modules/quotes/service.ts';
 import { TariffsService } from './modules/tariffs/service.ts';
+import { TrackingService } from './modules/tracking/service.ts';
 import { TransfersService } from './modules/transfers/service.ts';
 import { WarehousesService } from './modules/warehouses/service.ts';
+import { WebhookDelivery } from './modules/webhooks/delivery.ts';
+import { WebhooksService } from './modules/webhooks/service.ts';
 
 export interface Services {
   auth: AuthService;
@@ -23,6 +27,9 @@ export interface Services {
   quotes: QuotesService;
   transfers: TransfersService;
   couriers: CouriersService;
+  webhooks: WebhooksService;
+  webhookDelivery: WebhookDelivery;
+  tracking: TrackingService;
 }
 
 export interface ServiceDeps {
@@ -51,6 +58,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
     paymentTtlMinutes: config.paymentTtlMinutes,
     assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
     sandboxStepSeconds: config.sandboxStepSeconds,
+    publicBaseUrl: config.publicBaseUrl,
   });
   return {
     auth,
@@ -75,6 +83,19 @@ export function createServices({ config, database, clock, signingKeys }: Service
       transfers,
       maxJobsPerCourier: config.maxJobsPerCourier,
       onCredentialChange: (clientId) => auth.forget(clientId),
+    }),
+    webhooks: new WebhooksService(db, clock, { allowPrivate: config.webhookAllowPrivate }),
+    webhookDelivery: new WebhookDelivery(db, database.dialect, clock, {
+      timeoutMs: config.webhookTimeoutMs,
+      allowPrivate: config.webhookAllowPrivate,
+      concurrency: config.webhookConcurrency,
+      endpointConcurrency: config.webhookEndpointConcurrency,
+    }),
+    tracking: new TrackingService(db, clock, {
+      refreshSeconds: config.trackingRefreshSeconds,
+      rateLimitPerMinute: config.trackingRateLimitPerMinute,
+      // The courier's latest position while it carries the parcel (the sandbox courier has none).
+      courierPosition: async ({ courierId }) => (courierId ? couriersRepository.position(db, courierId) : undefined),
     }),
   };
 }

@@ -8,6 +8,9 @@ import { checkResponse, compileDocumentSchema, documentAjv, documentedOperations
 /** Operations that cannot answer a client error (no parameters, body or credentials); see .redocly.lint-ignore.yaml. */
 const NO_CLIENT_ERRORS = new Set(['GET /healthz', 'GET /readyz', 'GET /.well-known/oauth-authorization-server']);
 
+/** Operations that also answer HTML (for browsers), by content negotiation. */
+const HTML_OPERATIONS = new Set(['GET /track/{trackingCode}']);
+
 const EXPECTED_OPERATIONS = [
   'GET /healthz',
   'GET /readyz',
@@ -36,6 +39,17 @@ const EXPECTED_OPERATIONS = [
   'POST /courier/jobs/{transferId}/deliver',
   'POST /courier/jobs/{transferId}/fail',
   'POST /courier/jobs/{transferId}/return',
+  'POST /webhook-endpoints',
+  'GET /webhook-endpoints',
+  'GET /webhook-endpoints/{id}',
+  'PUT /webhook-endpoints/{id}',
+  'DELETE /webhook-endpoints/{id}',
+  'POST /webhook-endpoints/{id}/rotate-secret',
+  'POST /webhook-endpoints/{id}/test',
+  'GET /webhook-endpoints/{id}/attempts',
+  'POST /webhook-endpoints/{id}/replay',
+  'POST /webhook-endpoints/{id}/redeliver',
+  'GET /track/{trackingCode}',
 ];
 
 describe('the committed OpenAPI document (openapi.json)', () => {
@@ -116,6 +130,11 @@ describe('the committed OpenAPI document (openapi.json)', () => {
         }
         assert.ok(Object.keys(content).length > 0, `${name} ${status}: no content`);
         for (const [type, media] of Object.entries(content)) {
+          // The tracking page is for browsers too: an HTML representation beside the JSON one.
+          if (type === 'text/html' && HTML_OPERATIONS.has(name)) {
+            assert.ok(typeof media.example === 'string' && media.example.startsWith('<!doctype html>'), `${name} ${status}: HTML example`);
+            continue;
+          }
           if (status.startsWith('2')) {
             assert.equal(type, 'application/json', `${name} ${status}`);
             assert.ok(media.example !== undefined, `${name} ${status}: success response has no example`);

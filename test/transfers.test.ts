@@ -186,6 +186,7 @@ describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
       state: 'inProgress',
       transferCode: tr.transferCode,
       trackingCode: tr.trackingCode,
+      trackingUrl: `/track/${tr.trackingCode}`,
       parcelSize: 'SMALL',
       description: 'Two books',
       pickupLocation: { type: 'Point', coordinates: [0, 0] },

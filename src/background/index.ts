@@ -2,18 +2,35 @@ import type { Config } from '../config.ts';
 import type { Metrics } from '../modules/metrics/metrics.ts';
 import type { Services } from '../services.ts';
 import { type Logger, startScheduler } from './scheduler.ts';
+import { startWebhookWorker } from './webhook-worker.ts';
 
 export interface Background {
   stop(): Promise<void>;
 }
 
+/** Which parts run; `mds worker` runs all of them, `mds serve` what its flags say. */
+export interface BackgroundParts {
+  scheduler: boolean;
+  webhooks: boolean;
+}
+
 /** Everything that runs beside the HTTP API: `mds serve` embeds it (unless switched off), `mds worker` runs it alone. */
-export function startBackground(services: Services, config: Config, log: Logger, metrics?: Metrics): Background {
-  const scheduler = startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, log, onPass: (p) => metrics?.schedulerPass(p) });
-  log.info({ intervalMs: config.schedulerIntervalMs }, 'scheduler started');
+export function startBackground(
+  services: Services,
+  config: Config,
+  log: Logger,
+  parts: BackgroundParts = { scheduler: true, webhooks: true },
+  metrics?: Metrics,
+): Background {
+  const scheduler = parts.scheduler
+    ? startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, log, onPass: (p) => metrics?.schedulerPass(p) })
+    : undefined;
+  if (scheduler) log.info({ intervalMs: config.schedulerIntervalMs }, 'scheduler started');
+  const webhooks = parts.webhooks ? startWebhookWorker({ delivery: services.webhookDelivery, pollIntervalMs: config.webhookPollIntervalMs, log }) : undefined;
+  if (webhooks) log.info({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookConcurrency }, 'webhook worker started');
   return {
     async stop() {
-      await scheduler.stop();
+      await Promise.all([scheduler?.stop(), webhooks?.stop()]);
     },
   };
 }

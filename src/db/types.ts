@@ -154,6 +154,59 @@ export interface IdempotencyKeysTable {
   updated_at: number;
 }
 
+export interface WebhookEndpointsTable {
+  id: string;
+  merchant_id: string;
+  url: string;
+  description: string | null;
+  event_types: string | null; // JSON array; null: every type
+  status: 'ENABLED' | 'DISABLED';
+  disabled_reason: string | null;
+  /** In clear (signing needs it); never logged, returned only at creation and rotation. */
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
+  failing_since: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  merchant_id: string;
+  endpoint_id: string;
+  message_id: string;
+  event_type: string;
+  event_position: number | null;
+  payload: string | null;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  next_attempt_at: number;
+  locked_until: number | null;
+  lease: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  merchant_id: string;
+  endpoint_id: string;
+  delivery_id: string;
+  message_id: string;
+  event_type: string;
+  attempt: number;
+  status: 'succeeded' | 'failed';
+  response_status: number | null;
+  response_body: string | null;
+  error: string | null;
+  duration_ms: number;
+  next_attempt_at: number | null;
+  created_at: number;
+}
+
 export type MerchantMode = 'live' | 'sandbox';
 
 /** Transfer states, in the interface's camelCase (the lifecycle is in modules/transfers/lifecycle.ts). */
@@ -174,6 +227,9 @@ export interface DB {
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
   couriers: CouriersTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 /** Repositories take either the database or an open transaction. */

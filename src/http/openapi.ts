@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { WEBHOOKS_DOCUMENT } from '../modules/webhooks/openapi.ts';
 import { hoistComponents } from './components.ts';
 
 export const API_DESCRIPTION = `HTTP JSON API for merchants' servers: exchange client credentials for a token, manage pickup
@@ -53,8 +54,12 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'balance', description: 'The merchant balance and its ledger' },
         { name: 'sandbox', description: 'Sandbox merchants: drive the simulated courier' },
         { name: 'couriers', description: 'The courier API: status, position, jobs (courier tokens)' },
+        { name: 'webhooks', description: 'Signed webhooks (Standard Webhooks): endpoints, secrets, attempts, replays' },
+        { name: 'tracking', description: 'The public tracking page for recipients (no token)' },
         { name: 'operations', description: 'Health checks for load balancers' },
       ],
+      // OpenAPI 3.1 `webhooks`: the requests the service sends to merchants' endpoints.
+      webhooks: WEBHOOKS_DOCUMENT,
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: "A merchant's access token from POST /auth/token" },

@@ -126,6 +126,14 @@ const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<strin
   WAREHOUSE_NOT_FOUND: { detail: `No warehouse ${EXAMPLE_IDS.warehouse}` },
   QUOTE_NOT_FOUND: { detail: `No quote ${EXAMPLE_IDS.quote}` },
   TRANSFER_NOT_FOUND: { detail: `No transfer ${EXAMPLE_IDS.transfer}` },
+  WEBHOOK_ENDPOINT_NOT_FOUND: { detail: 'No webhook endpoint 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3' },
+  EVENT_NOT_FOUND: { detail: `No event ${EXAMPLE_IDS.event}` },
+  TRACKING_CODE_NOT_FOUND: { detail: 'No delivery with this tracking code' },
+  WEBHOOK_ENDPOINT_DISABLED: { detail: 'Webhook endpoint 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3 is disabled (GONE); enable it with PUT first' },
+  WEBHOOK_URL_REFUSED: {
+    detail: 'The webhook URL https://10.0.0.5/hook is refused: destination refused: 10.0.0.5 is a loopback, private, link-local or reserved address',
+  },
+  WEBHOOK_ENDPOINT_LIMIT_REACHED: { detail: 'A merchant can have at most 20 webhook endpoints' },
   QUOTE_ALREADY_USED: { detail: `The quote was already used by transfer ${EXAMPLE_IDS.transfer}`, extra: { transferId: EXAMPLE_IDS.transfer } },
   IDEMPOTENCY_KEY_IN_USE: { detail: 'A request with this Idempotency-Key is still being processed; retry shortly' },
   TRANSFER_NOT_CANCELLABLE: {

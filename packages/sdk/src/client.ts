@@ -7,6 +7,7 @@ import { QuotesResource } from './resources/quotes.ts';
 import { SandboxResource } from './resources/sandbox.ts';
 import { TransfersResource } from './resources/transfers.ts';
 import { WarehousesResource } from './resources/warehouses.ts';
+import { WebhookEndpointsResource } from './resources/webhook-endpoints.ts';
 import type { RequestBody, SuccessBody } from './types.ts';
 
 export const SDK_VERSION = '0.1.0';
@@ -107,6 +108,7 @@ export class MerchantDeliveryClient {
   readonly quotes: QuotesResource;
   readonly transfers: TransfersResource;
   readonly balance: BalanceResource;
+  readonly webhookEndpoints: WebhookEndpointsResource;
   readonly sandbox: SandboxResource;
 
   readonly #baseUrl: string;
@@ -137,6 +139,7 @@ export class MerchantDeliveryClient {
     this.quotes = new QuotesResource(this);
     this.transfers = new TransfersResource(this);
     this.balance = new BalanceResource(this);
+    this.webhookEndpoints = new WebhookEndpointsResource(this);
     this.sandbox = new SandboxResource(this);
   }
 

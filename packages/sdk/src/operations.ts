@@ -18,6 +18,16 @@ export const OPERATIONS = {
   cancelTransfer: { method: 'POST', path: '/transfer/{transferId}/cancel', sdk: 'transfers.cancel' },
   advanceSandboxTransfer: { method: 'POST', path: '/sandbox/transfer/{transferId}/advance', sdk: 'sandbox.advance' },
   getBalance: { method: 'GET', path: '/balance', sdk: 'balance.get' },
+  createWebhookEndpoint: { method: 'POST', path: '/webhook-endpoints', sdk: 'webhookEndpoints.create' },
+  listWebhookEndpoints: { method: 'GET', path: '/webhook-endpoints', sdk: 'webhookEndpoints.list' },
+  getWebhookEndpoint: { method: 'GET', path: '/webhook-endpoints/{id}', sdk: 'webhookEndpoints.get' },
+  replaceWebhookEndpoint: { method: 'PUT', path: '/webhook-endpoints/{id}', sdk: 'webhookEndpoints.replace' },
+  deleteWebhookEndpoint: { method: 'DELETE', path: '/webhook-endpoints/{id}', sdk: 'webhookEndpoints.delete' },
+  rotateWebhookSecret: { method: 'POST', path: '/webhook-endpoints/{id}/rotate-secret', sdk: 'webhookEndpoints.rotateSecret' },
+  testWebhookEndpoint: { method: 'POST', path: '/webhook-endpoints/{id}/test', sdk: 'webhookEndpoints.test' },
+  listWebhookAttempts: { method: 'GET', path: '/webhook-endpoints/{id}/attempts', sdk: 'webhookEndpoints.attempts' },
+  replayWebhooks: { method: 'POST', path: '/webhook-endpoints/{id}/replay', sdk: 'webhookEndpoints.replay' },
+  redeliverWebhook: { method: 'POST', path: '/webhook-endpoints/{id}/redeliver', sdk: 'webhookEndpoints.redeliver' },
 } as const satisfies Record<string, { method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH'; path: string; sdk: string }>;
 
 export type MerchantOperationId = keyof typeof OPERATIONS;

@@ -30,8 +30,10 @@ export type OperationId = keyof operations;
 type Op<O extends OperationId> = operations[O];
 type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : never;
 
-/** The JSON body of an operation's success response (200 or 201). */
-export type SuccessBody<O extends OperationId> = JsonOf<Op<O>['responses'][Extract<keyof Op<O>['responses'], 200 | 201>]>;
+/** The JSON body of an operation's success response (200, 201 or 202; a 204 has none: undefined). */
+export type SuccessBody<O extends OperationId> = 204 extends keyof Op<O>['responses']
+  ? undefined
+  : JsonOf<Op<O>['responses'][Extract<keyof Op<O>['responses'], 200 | 201 | 202>]>;
 /** The JSON request body of an operation. */
 export type RequestBody<O extends OperationId> =
   Op<O> extends { requestBody: { content: { 'application/json': infer B } } }
@@ -47,4 +49,11 @@ export type PathParams<O extends OperationId> = NonNullable<Op<O>['parameters'][
 export type WarehouseListQuery = Omit<QueryOf<'listWarehouses'>, 'cursor'>;
 export type TransferListQuery = Omit<QueryOf<'listTransfers'>, 'cursor'>;
 export type BalanceQuery = Omit<QueryOf<'getBalance'>, 'cursor'>;
+export type WebhookEndpoint = SuccessBody<'getWebhookEndpoint'>;
+/** The answer of create and rotate-secret: the endpoint with its `secret` (shown only then). */
+export type WebhookEndpointWithSecret = SuccessBody<'createWebhookEndpoint'>;
+export type WebhookEndpointInput = RequestBody<'createWebhookEndpoint'>;
+export type WebhookEndpointReplacement = RequestBody<'replaceWebhookEndpoint'>;
+export type WebhookAttempt = SuccessBody<'listWebhookAttempts'>[number];
+export type WebhookAttemptsQuery = Omit<QueryOf<'listWebhookAttempts'>, 'cursor'>;
 export type TokenResponse = SuccessBody<'createAccessToken'>;

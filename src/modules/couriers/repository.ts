@@ -40,6 +40,12 @@ export const couriersRepository = {
     return r.numUpdatedRows > 0n;
   },
 
+  /** The latest known position (the tracking page shows it while the courier carries a parcel). */
+  async position(db: Db, id: string): Promise<{ lat: number; lng: number; at: number } | undefined> {
+    const c = await db.selectFrom('couriers').select(['lat', 'lng', 'location_at']).where('id', '=', id).executeTakeFirst();
+    return c && c.lat !== null && c.lng !== null && c.location_at !== null ? { lat: c.lat, lng: c.lng, at: Number(c.location_at) } : undefined;
+  },
+
   /** Row-locks the courier until the transaction ends: concurrent accepts by one courier take turns (the job cap). */
   async lock(db: Db, id: string): Promise<void> {
     await db

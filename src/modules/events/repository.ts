@@ -2,6 +2,7 @@ import { channel } from 'node:diagnostics_channel';
 import type { Transaction } from 'kysely';
 import { afterCommit } from '../../db/transaction.ts';
 import type { DB, Db, EventsTable } from '../../db/types.ts';
+import { webhooksRepository } from '../webhooks/repository.ts';
 
 /** Every committed event is published here as { type, merchantId } (metrics count them). */
 export const eventCommitted = channel('mds:event-committed');
@@ -15,7 +16,16 @@ export type NewEvent = Omit<EventsTable, 'position'>;
  */
 export const eventsRepository = {
   async append(trx: Transaction<DB>, event: NewEvent): Promise<void> {
-    await trx.insertInto('events').values(event).execute();
+    const { position } = await trx.insertInto('events').values(event).returning('position').executeTakeFirstOrThrow();
+    // The webhook outbox fan-out, in the same transaction: delivered if and only if the change commits.
+    await webhooksRepository.fanOut(trx, {
+      merchantId: event.merchant_id,
+      messageId: event.id,
+      type: event.type,
+      eventPosition: Number(position),
+      payload: null,
+      at: event.occurred_at,
+    });
     if (eventCommitted.hasSubscribers) afterCommit(trx, () => eventCommitted.publish({ type: event.type, merchantId: event.merchant_id }));
   },
 

@@ -6,6 +6,7 @@ import type { SchedulerPass } from '../../background/scheduler.ts';
 import type { Database } from '../../db/database.ts';
 import { retryChannel } from '../../db/transaction.ts';
 import { eventCommitted } from '../events/repository.ts';
+import { webhookAttempted } from '../webhooks/delivery.ts';
 
 const DB_SNAPSHOT_MS = 10_000;
 
@@ -13,7 +14,7 @@ const DB_SNAPSHOT_MS = 10_000;
  * Prometheus metrics of one process (API, worker, or both): HTTP requests by route and status with
  * latency, database pool use and transaction retries, transfers by state and quotes by status (read
  * from the database, at most every 10 s), events written by type (counted after commit), scheduler
- * passes and what they did, webhook deliveries by outcome. A registry per
+ * passes and what they did, webhook deliveries by outcome and the outbox lag. A registry per
  * instance (tests build many apps in one process).
  */
 export class Metrics {
@@ -55,7 +56,7 @@ export class Metrics {
   });
   readonly webhookDeliveries = new Counter({
     name: 'mds_webhook_deliveries_total',
-    help: 'Webhook delivery attempts by outcome (delivered, retry, failed, disabled, refused)',
+    help: 'Webhook delivery attempts by outcome: succeeded, retry (failed, retried later), exhausted (failed for good), disabled (the attempt that disabled its endpoint)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
@@ -98,6 +99,15 @@ export class Metrics {
     });
     this.#listen(retryChannel.name as string, (m) => this.transactionRetries.inc({ code: String((m as { code?: string }).code ?? 'unknown') }));
     this.#listen(eventCommitted.name as string, (m) => this.eventsWritten.inc({ type: (m as { type: string }).type }));
+    this.#listen(webhookAttempted.name as string, (m) => this.webhookDeliveries.inc({ outcome: (m as { outcome: string }).outcome }));
+    new Gauge({
+      name: 'mds_webhook_outbox_lag_seconds',
+      help: 'Age of the oldest webhook delivery that is due and not yet sent (0 when none), refreshed at most every 10 s',
+      registers: [this.registry],
+      async collect() {
+        this.set((await snapshot()).outboxLagSeconds);
+      },
+    });
   }
 
   /** The scheduler reports each pass here. */
@@ -121,7 +131,7 @@ export class Metrics {
   #snapshot(): Promise<DbSnapshot> {
     const now = Date.now();
     if (!this.#cached || now - this.#cached.at > DB_SNAPSHOT_MS) {
-      this.#cached = { at: now, value: readSnapshot(this.#database).catch(() => ({ transfers: {}, quotes: {} })) };
+      this.#cached = { at: now, value: readSnapshot(this.#database).catch(() => ({ transfers: {}, quotes: {}, outboxLagSeconds: 0 })) };
     }
     return this.#cached.value;
   }
@@ -130,6 +140,7 @@ export class Metrics {
 interface DbSnapshot {
   transfers: Record<string, number>;
   quotes: Record<string, number>;
+  outboxLagSeconds: number;
 }
 
 async function readSnapshot(database: Database): Promise<DbSnapshot> {
@@ -147,7 +158,20 @@ async function readSnapshot(database: Database): Promise<DbSnapshot> {
   return {
     transfers: Object.fromEntries(transfers.map((r) => [r.state, Number(r.n)])),
     quotes: Object.fromEntries(quotes.map((r) => [r.status, Number(r.n)])),
+    outboxLagSeconds: await outboxLag(database),
   };
+}
+
+/** How long the oldest due, unsent webhook delivery has been waiting. */
+async function outboxLag(database: Database): Promise<number> {
+  const now = Date.now();
+  const row = await database.db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.min('next_attempt_at').as('oldest'))
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', now)
+    .executeTakeFirst();
+  return row?.oldest === null || row?.oldest === undefined ? 0 : Math.max(0, (now - Number(row.oldest)) / 1000);
 }
 
 /** GET /metrics on the API port needs `Authorization: Bearer METRICS_TOKEN` (constant-time compare). */

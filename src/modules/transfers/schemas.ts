@@ -69,6 +69,9 @@ export const Transfer = component(
       state: TransferStateSchema,
       transferCode: Type.String({ description: 'Short human-friendly code, e.g. K7Q2-M9XD' }),
       trackingCode: Type.String({ description: 'Unguessable tracking code' }),
+      trackingUrl: Type.String({
+        description: 'The public tracking page for the recipient: PUBLIC_BASE_URL + /track/{trackingCode} (just the path when PUBLIC_BASE_URL is unset)',
+      }),
       parcelSize: ParcelSizeSchema,
       description: Type.String(),
       pickupLocation: GeoPoint,
@@ -121,6 +124,7 @@ export const TRANSFER_EXAMPLE: Transfer = {
   state: 'inProgress',
   transferCode: 'Y9MK-N7B9',
   trackingCode: 'mgSZa_Rr-FhQxUy0sjLSDQ',
+  trackingUrl: 'https://api.example.com/track/mgSZa_Rr-FhQxUy0sjLSDQ',
   parcelSize: 'SMALL',
   description: 'Two books',
   pickupLocation: { type: 'Point', coordinates: [37.6136, 55.7575] },

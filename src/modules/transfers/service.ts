@@ -88,6 +88,8 @@ export interface TransfersOptions {
   assignmentTimeoutMinutes: number;
   /** Seconds between the simulated courier's automatic steps on sandbox transfers; 0: manual only. */
   sandboxStepSeconds: number;
+  /** Base of trackingUrl (PUBLIC_BASE_URL); unset: the URL is the path alone. */
+  publicBaseUrl?: string;
   transferCode?: () => string;
 }
 
@@ -104,11 +106,14 @@ const SANDBOX_AUTO_NEXT: Partial<Record<TransferState, TransferState>> = { inPro
 export class TransfersService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
-  readonly #opts: Required<TransfersOptions>;
+  readonly #opts: Required<Omit<TransfersOptions, 'publicBaseUrl'>>;
+  readonly #toTransfer: (row: TransferRow) => Transfer;
   constructor(db: Kysely<DB>, clock: Clock, opts: TransfersOptions) {
     this.#db = db;
     this.#clock = clock;
     this.#opts = { transferCode: newTransferCode, ...opts };
+    const base = opts.publicBaseUrl ?? '';
+    this.#toTransfer = (row) => toTransfer(row, base);
   }
 
   /**
@@ -118,7 +123,7 @@ export class TransfersService {
   async create(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>): Promise<Transfer> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return toTransfer(await this.#create(merchantId, req, record));
+        return this.#toTransfer(await this.#create(merchantId, req, record));
       } catch (err) {
         // 40 random bits keep codes short, so two can collide (likely somewhere in a few million
         // transfers): draw a new one. The transaction rolled back, so nothing is half-done.
@@ -195,7 +200,7 @@ export class TransfersService {
         }
         return transfer;
       },
-      record && ((trx, row) => record(trx, toTransfer(row))),
+      record && ((trx, row) => record(trx, this.#toTransfer(row))),
     );
   }
 
@@ -284,14 +289,14 @@ export class TransfersService {
   }
 
   async get(merchantId: string, id: string): Promise<Transfer> {
-    return toTransfer(await this.#require(this.#db, merchantId, id));
+    return this.#toTransfer(await this.#require(this.#db, merchantId, id));
   }
 
   /** Any merchant's transfer (operators). */
   async getAny(id: string): Promise<Transfer & { merchantId: string }> {
     const row = await transfersRepository.findAny(this.#db, id);
     if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
-    return { ...toTransfer(row), merchantId: row.merchant_id };
+    return { ...this.#toTransfer(row), merchantId: row.merchant_id };
   }
 
   async #require(db: Db, merchantId: string, id: string): Promise<TransferRow> {
@@ -321,7 +326,7 @@ export class TransfersService {
     const rows = await transfersRepository.list(this.#db, merchantId, filter);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { items: page.map(toTransfer), ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}) };
+    return { items: page.map(this.#toTransfer), ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}) };
   }
 
   /** The merchant cancels: a full refund before a courier accepted, the price less the cancellation fee after; refused after pickup. */
@@ -463,7 +468,7 @@ export class TransfersService {
             data: JSON.stringify(eventData(row, updated, req, refund)),
             occurred_at: now,
           });
-          return toTransfer(updated);
+          return this.#toTransfer(updated);
         }
       },
       req.record && ((trx, t) => (t ? req.record!(trx, t) : Promise.resolve())),
@@ -527,13 +532,14 @@ function alreadyUsed(transferId: string): AppError {
   return new AppError('QUOTE_ALREADY_USED', `The quote was already used by transfer ${transferId}`, { extra: { transferId } });
 }
 
-export function toTransfer(row: TransferRow): Transfer {
+export function toTransfer(row: TransferRow, trackingBase = ''): Transfer {
   const d = JSON.parse(row.details) as TransferDetails;
   return {
     id: row.id,
     state: row.state,
     transferCode: row.transfer_code,
     trackingCode: row.tracking_code,
+    trackingUrl: `${trackingBase}/track/${row.tracking_code}`,
     parcelSize: d.parcelSize,
     description: d.description,
     pickupLocation: d.pickupLocation,

@@ -92,6 +92,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/track/{trackingCode}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Public tracking page of a delivery
+         * @description For the recipient: no token, found by the transfer's unguessable `trackingCode` (the transfer's `trackingUrl`). Browsers get a self-contained HTML page (state timeline, merchant name, cities, courier first name, a drawing of pickup, destination and the courier's last position) that refreshes itself while the delivery is under way; `Accept: application/json` gets the same data as JSON. Never shows the recipient's phone or address, the price, the `deliveryPin` or the `transferCode`. Rate limited per client address (429 `RATE_LIMITED` with `Retry-After`).
+         */
+        get: operations["trackDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/warehouses": {
         parameters: {
             query?: never;
@@ -278,6 +298,158 @@ export interface paths {
         get: operations["getBalance"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The merchant's endpoints, oldest first (never their secrets).
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Register a webhook endpoint
+         * @description Every event of the merchant (see the `webhooks` section: transfer events, and `webhook.endpoint_disabled`) is POSTed to `url`, signed per Standard Webhooks. The answer carries the signing `secret`, shown only here (and on rotation): it is stored by the service (signing needs it) but never returned again. The URL must be https and must not point at a loopback, private, link-local or metadata address (422 `WEBHOOK_URL_REFUSED`).
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One webhook endpoint
+         * @description The endpoint as it is now (never its secret): status, the reason it was disabled, the end of a secret rotation.
+         */
+        get: operations["getWebhookEndpoint"];
+        /**
+         * Replace a webhook endpoint
+         * @description Replaces `url`, `eventTypes`, `description` and `status` (omitted optionals are cleared; `status` defaults to ENABLED, which also re-enables an endpoint the service disabled: its pending deliveries resume). The secret is kept.
+         */
+        put: operations["replaceWebhookEndpoint"];
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint with its pending deliveries and its attempt history.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret
+         * @description A new secret, shown once in the answer. For 24 h (`previousSecretExpiresAt`) every webhook carries two signatures, with the new and the old secret (space separated in `webhook-signature`), so the receiver can switch without losing a message.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhook.test message
+         * @description Queues a signed `webhook.test` message to this endpoint (whatever its `eventTypes`); see its attempts for the outcome.
+         */
+        post: operations["testWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Delivery attempts to an endpoint
+         * @description Every HTTP try, newest first: status, response code, the first 1 KiB of the answer, latency, error and the next retry. Pages of `limit` (default 50); the next page is announced in a `Link: <...>; rel="next"` header.
+         */
+        get: operations["listWebhookAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver every event since a time again
+         * @description Queues a new delivery to this endpoint of every event of the merchant that occurred at or after `since` and that the endpoint takes (at most 10 000). Each keeps its `webhook-id`, so a receiver that already processed it can skip it.
+         */
+        post: operations["replayWebhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver one event again
+         * @description Queues a new delivery of one event (by its id, the `webhook-id`) to this endpoint, whatever its `eventTypes`.
+         */
+        post: operations["redeliverWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -489,7 +661,59 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "transfer-event": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A transfer event: quote.created, transfer.created, transfer.courier_assigned, transfer.courier_released, transfer.picked_up, transfer.delivered, transfer.delivery_failed, transfer.returned, transfer.cancelled */
+        post: operations["transferEventWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook-test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** webhook.test, sent by POST /webhook-endpoints/{id}/test */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook-endpoint-disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** webhook.endpoint_disabled, to the merchant's other endpoints */
+        post: operations["endpointDisabledWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         AdvanceRequest: {
@@ -757,6 +981,8 @@ export interface components {
             transferCode: string;
             /** @description Unguessable tracking code */
             trackingCode: string;
+            /** @description The public tracking page for the recipient: PUBLIC_BASE_URL + /track/{trackingCode} (just the path when PUBLIC_BASE_URL is unset) */
+            trackingUrl: string;
             /**
              * @description SMALL (up to 30x20x10 cm, 2 kg), MEDIUM (40x30x20 cm, 5 kg), LARGE (60x40x40 cm, 15 kg), EXTRA_LARGE (100x60x60 cm, 30 kg)
              * @enum {string}
@@ -1292,6 +1518,340 @@ export interface operations {
                          * @enum {string}
                          */
                         type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+        };
+    };
+    trackDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The trackingCode of the transfer
+                 * @example mgSZa_Rr-FhQxUy0sjLSDQ
+                 */
+                trackingCode: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tracking page, or its data as JSON */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "trackingCode": "mgSZa_Rr-FhQxUy0sjLSDQ",
+                     *       "state": "pickedUp",
+                     *       "active": true,
+                     *       "merchant": {
+                     *         "name": "Demo shop"
+                     *       },
+                     *       "pickup": {
+                     *         "city": "Moscow"
+                     *       },
+                     *       "destination": {
+                     *         "city": "Moscow"
+                     *       },
+                     *       "courier": {
+                     *         "firstName": "Ivan"
+                     *       },
+                     *       "map": {
+                     *         "pickup": {
+                     *           "x": 80,
+                     *           "y": 10
+                     *         },
+                     *         "destination": {
+                     *           "x": 20,
+                     *           "y": 90
+                     *         },
+                     *         "courier": null
+                     *       },
+                     *       "timeline": [
+                     *         {
+                     *           "type": "transfer.created",
+                     *           "state": "inProgress",
+                     *           "label": "Order placed",
+                     *           "occurredAt": "2026-11-21T10:05:00.000Z"
+                     *         },
+                     *         {
+                     *           "type": "transfer.courier_assigned",
+                     *           "state": "courierAssigned",
+                     *           "label": "Courier Ivan is on the way to pick it up",
+                     *           "occurredAt": "2026-11-21T10:07:00.000Z"
+                     *         },
+                     *         {
+                     *           "type": "transfer.picked_up",
+                     *           "state": "pickedUp",
+                     *           "label": "Picked up: on its way to you",
+                     *           "occurredAt": "2026-11-21T10:20:00.000Z"
+                     *         }
+                     *       ],
+                     *       "updatedAt": "2026-11-21T10:20:00.000Z",
+                     *       "sandbox": false
+                     *     }
+                     */
+                    "application/json": {
+                        trackingCode: string;
+                        /**
+                         * @description inProgress (paid, waiting for a courier), courierAssigned, pickedUp, delivered (terminal), returning (delivery failed, on the way back), returned (terminal), cancelled (terminal)
+                         * @enum {string}
+                         */
+                        state: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+                        /** @description true while the delivery is under way (the page refreshes itself) */
+                        active: boolean;
+                        merchant: {
+                            name: string;
+                        };
+                        pickup: {
+                            city: string | null;
+                        };
+                        destination: {
+                            city: string | null;
+                        };
+                        courier: {
+                            firstName: string;
+                        } | null;
+                        /** @description A simple drawing, scaled to fit: no coordinates, so the link does not reveal the address */
+                        map: {
+                            /** @description Position in the drawing (0-100, y down): relative, never coordinates */
+                            pickup: {
+                                x: number;
+                                y: number;
+                            };
+                            /** @description Position in the drawing (0-100, y down): relative, never coordinates */
+                            destination: {
+                                x: number;
+                                y: number;
+                            };
+                            /** @description The courier's last known position while the parcel is on its way */
+                            courier: {
+                                x: number;
+                                y: number;
+                                /**
+                                 * Format: date-time
+                                 * @description When the courier was there
+                                 * @example 2026-11-21T10:00:00.000Z
+                                 */
+                                at: string;
+                            } | null;
+                        };
+                        /** @description Every change of state, oldest first */
+                        timeline: {
+                            type: string;
+                            /**
+                             * @description inProgress (paid, waiting for a courier), courierAssigned, pickedUp, delivered (terminal), returning (delivery failed, on the way back), returned (terminal), cancelled (terminal)
+                             * @enum {string}
+                             */
+                            state: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+                            label: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-21T10:00:00.000Z
+                             */
+                            occurredAt: string;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        updatedAt: string;
+                        sandbox: boolean;
+                    };
+                    /**
+                     * @example <!doctype html>
+                     *     <html lang="en">
+                     *     <head>
+                     *     <meta charset="utf-8">
+                     *     <meta name="viewport" content="width=device-width, initial-scale=1">
+                     *     <meta name="robots" content="noindex">
+                     *     <title>Delivery from Demo shop: On its way to you</title>
+                     *     <link rel="icon" href="data:,">
+                     *     <style nonce="EXAMPLE-NONCE">
+                     *     *{box-sizing:border-box}
+                     *     body{margin:0;font:16px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1a202c;background:#f7fafc}
+                     *     main{max-width:40rem;margin:0 auto;padding:1rem}
+                     *     h1{font-size:1.5rem;margin:.25rem 0 .5rem}
+                     *     h2{font-size:1.1rem;margin:1.25rem 0 .5rem}
+                     *     .from,.route,.courier,.updated{margin:.25rem 0}
+                     *     .updated{color:#4a5568;font-size:.85rem;margin-top:1rem}
+                     *     .badge{background:#faf089;border-radius:.25rem;padding:0 .35rem;font-size:.8rem}
+                     *     .map{display:block;width:100%;max-width:22rem;height:auto;margin:.75rem 0}
+                     *     ol{list-style:none;padding:0;margin:0;border-left:3px solid #cbd5e0}
+                     *     li{position:relative;padding:.35rem 0 .35rem 1rem}
+                     *     li::before{content:"";position:absolute;left:-.45rem;top:.75rem;width:.6rem;height:.6rem;border-radius:50%;background:#2b6cb0}
+                     *     li:first-child .label{font-weight:600}
+                     *     time{display:block;color:#4a5568;font-size:.85rem}
+                     *     .updated time{display:inline}
+                     *     </style>
+                     *     </head>
+                     *     <body>
+                     *     <main>
+                     *     <section id="tracking" data-state="pickedUp" data-active="true">
+                     *     <p class="from">Parcel from <strong>Demo shop</strong></p>
+                     *     <h1 id="state">On its way to you</h1>
+                     *     <p class="route">Moscow &rarr; Moscow</p>
+                     *     <p class="courier">Courier: <strong>Ivan</strong></p>
+                     *     <svg class="map" viewBox="0 0 100 100" role="img" aria-label="Pickup, destination">
+                     *     <rect x="0" y="0" width="100" height="100" rx="4" fill="#eef3f7"/>
+                     *     <line x1="80" y1="10" x2="20" y2="90" stroke="#7a8b99" stroke-width="0.8" stroke-dasharray="2 2"/>
+                     *     <g id="map-pickup"><circle cx="80" cy="10" r="3.2" fill="#2b6cb0"/><text x="80" y="5" font-size="5" text-anchor="middle" fill="#333">From Moscow</text></g>
+                     *     <g id="map-destination"><circle cx="20" cy="90" r="3.2" fill="#2f855a"/><text x="20" y="85" font-size="5" text-anchor="middle" fill="#333">To Moscow</text></g>
+                     *
+                     *     </svg>
+                     *     <h2>Timeline</h2>
+                     *     <ol id="timeline" reversed>
+                     *     <li data-state="pickedUp"><span class="label">Picked up: on its way to you</span> <time datetime="2026-11-21T10:20:00.000Z">2026-11-21 10:20 UTC</time></li>
+                     *     <li data-state="courierAssigned"><span class="label">Courier Ivan is on the way to pick it up</span> <time datetime="2026-11-21T10:07:00.000Z">2026-11-21 10:07 UTC</time></li>
+                     *     <li data-state="inProgress"><span class="label">Order placed</span> <time datetime="2026-11-21T10:05:00.000Z">2026-11-21 10:05 UTC</time></li>
+                     *     </ol>
+                     *     <p class="updated">Last change <time datetime="2026-11-21T10:20:00.000Z">2026-11-21 10:20 UTC</time> &middot; this page updates itself</p>
+                     *     </section>
+                     *     </main>
+                     *     <script nonce="EXAMPLE-NONCE">
+                     *     (function(){
+                     *       var every = 10000;
+                     *       function active(){ var s = document.getElementById('tracking'); return s && s.getAttribute('data-active') === 'true'; }
+                     *       function refresh(){
+                     *         if (!active()) return;
+                     *         fetch(location.pathname, { headers: { accept: 'text/html' }, cache: 'no-store' })
+                     *           .then(function(r){ return r.ok ? r.text() : null; })
+                     *           .then(function(html){
+                     *             if (html) {
+                     *               // Without its style and script: parsed here, they would run into this page's nonce (another page's nonce).
+                     *               html = html.replace(/<(style|script)[\s\S]*?<\/\1>/g, '');
+                     *               var next = new DOMParser().parseFromString(html, 'text/html').getElementById('tracking');
+                     *               var now = document.getElementById('tracking');
+                     *               if (next && now) now.replaceWith(document.importNode(next, true));
+                     *             }
+                     *           }, function(){})
+                     *           .then(function(){ setTimeout(refresh, every); });
+                     *       }
+                     *       setTimeout(refresh, every);
+                     *     })();</script>
+                     *     </body>
+                     *     </html>
+                     */
+                    "text/html": string;
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "TRACKING_CODE_NOT_FOUND";
+                    };
+                    /**
+                     * @example <!doctype html>
+                     *     <html lang="en">
+                     *     <head>
+                     *     <meta charset="utf-8">
+                     *     <meta name="viewport" content="width=device-width, initial-scale=1">
+                     *     <meta name="robots" content="noindex">
+                     *     <title>Tracking code not found</title>
+                     *     <link rel="icon" href="data:,">
+                     *     <style nonce="EXAMPLE-NONCE">
+                     *     *{box-sizing:border-box}
+                     *     body{margin:0;font:16px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1a202c;background:#f7fafc}
+                     *     main{max-width:40rem;margin:0 auto;padding:1rem}
+                     *     h1{font-size:1.5rem;margin:.25rem 0 .5rem}
+                     *     h2{font-size:1.1rem;margin:1.25rem 0 .5rem}
+                     *     .from,.route,.courier,.updated{margin:.25rem 0}
+                     *     .updated{color:#4a5568;font-size:.85rem;margin-top:1rem}
+                     *     .badge{background:#faf089;border-radius:.25rem;padding:0 .35rem;font-size:.8rem}
+                     *     .map{display:block;width:100%;max-width:22rem;height:auto;margin:.75rem 0}
+                     *     ol{list-style:none;padding:0;margin:0;border-left:3px solid #cbd5e0}
+                     *     li{position:relative;padding:.35rem 0 .35rem 1rem}
+                     *     li::before{content:"";position:absolute;left:-.45rem;top:.75rem;width:.6rem;height:.6rem;border-radius:50%;background:#2b6cb0}
+                     *     li:first-child .label{font-weight:600}
+                     *     time{display:block;color:#4a5568;font-size:.85rem}
+                     *     .updated time{display:inline}
+                     *     </style>
+                     *     </head>
+                     *     <body>
+                     *     <main>
+                     *     <h1>Tracking code not found</h1>
+                     *     <p>No delivery has this tracking code. Check the link you received: it must be complete.</p>
+                     *     </main>
+                     *     </body>
+                     *     </html>
+                     */
+                    "text/html": string;
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
                     };
                 };
             };
@@ -2316,6 +2876,7 @@ export interface operations {
                      *         "state": "inProgress",
                      *         "transferCode": "Y9MK-N7B9",
                      *         "trackingCode": "mgSZa_Rr-FhQxUy0sjLSDQ",
+                     *         "trackingUrl": "https://api.example.com/track/mgSZa_Rr-FhQxUy0sjLSDQ",
                      *         "parcelSize": "SMALL",
                      *         "description": "Two books",
                      *         "pickupLocation": {
@@ -2508,6 +3069,7 @@ export interface operations {
                      *       "state": "inProgress",
                      *       "transferCode": "Y9MK-N7B9",
                      *       "trackingCode": "mgSZa_Rr-FhQxUy0sjLSDQ",
+                     *       "trackingUrl": "https://api.example.com/track/mgSZa_Rr-FhQxUy0sjLSDQ",
                      *       "parcelSize": "SMALL",
                      *       "description": "Two books",
                      *       "pickupLocation": {
@@ -2966,6 +3528,7 @@ export interface operations {
                      *       "state": "cancelled",
                      *       "transferCode": "Y9MK-N7B9",
                      *       "trackingCode": "mgSZa_Rr-FhQxUy0sjLSDQ",
+                     *       "trackingUrl": "https://api.example.com/track/mgSZa_Rr-FhQxUy0sjLSDQ",
                      *       "parcelSize": "SMALL",
                      *       "description": "Two books",
                      *       "pickupLocation": {
@@ -3237,6 +3800,7 @@ export interface operations {
                      *       "state": "courierAssigned",
                      *       "transferCode": "Y9MK-N7B9",
                      *       "trackingCode": "mgSZa_Rr-FhQxUy0sjLSDQ",
+                     *       "trackingUrl": "https://api.example.com/track/mgSZa_Rr-FhQxUy0sjLSDQ",
                      *       "parcelSize": "SMALL",
                      *       "description": "Two books",
                      *       "pickupLocation": {
@@ -3490,6 +4054,7 @@ export interface operations {
                      *       "state": "inProgress",
                      *       "transferCode": "Y9MK-N7B9",
                      *       "trackingCode": "mgSZa_Rr-FhQxUy0sjLSDQ",
+                     *       "trackingUrl": "https://api.example.com/track/mgSZa_Rr-FhQxUy0sjLSDQ",
                      *       "parcelSize": "SMALL",
                      *       "description": "Two books",
                      *       "pickupLocation": {
@@ -3759,6 +4324,1852 @@ export interface operations {
                          * @enum {string}
                          */
                         type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3",
+                     *         "url": "https://shop.example.com/webhooks/delivery",
+                     *         "eventTypes": null,
+                     *         "description": "Order system",
+                     *         "status": "ENABLED",
+                     *         "disabledReason": null,
+                     *         "previousSecretExpiresAt": null,
+                     *         "createdAt": "2026-11-21T10:00:00.000Z",
+                     *         "updatedAt": "2026-11-21T10:00:00.000Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description Endpoint id
+                         */
+                        id: string;
+                        url: string;
+                        /** @description The types delivered; null: every type */
+                        eventTypes: string[] | null;
+                        description: string | null;
+                        /**
+                         * @description Only ENABLED endpoints receive deliveries; pending ones resume when it is enabled again
+                         * @enum {string}
+                         */
+                        status: "ENABLED" | "DISABLED";
+                        /** @description GONE: it answered 410; FAILING_5_DAYS: every attempt failed for 5 days; MERCHANT: disabled with PUT */
+                        disabledReason: ("GONE" | "FAILING_5_DAYS" | "MERCHANT") | null;
+                        /** @description After a rotation: until then the old secret signs too */
+                        previousSecretExpiresAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        updatedAt: string;
+                    }[];
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry: the same key and body replay the first response for 24 h
+                 * @example 3f0e9c6e-order-1042
+                 */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://shop.example.com/webhooks/delivery",
+                 *       "eventTypes": [
+                 *         "transfer.delivered"
+                 *       ],
+                 *       "description": "Order system"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Where to POST the webhooks: https (http only with WEBHOOK_ALLOW_PRIVATE=true, in development). Loopback, private, link-local and metadata addresses are refused, also when a name resolves to them at send time. */
+                    url: string;
+                    eventTypes?: ("quote.created" | "transfer.created" | "transfer.courier_assigned" | "transfer.courier_released" | "transfer.picked_up" | "transfer.delivered" | "transfer.delivery_failed" | "transfer.returned" | "transfer.cancelled" | "webhook.endpoint_disabled")[] | null;
+                    description?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its secret (shown once) */
+            201: {
+                headers: {
+                    /** @description Path of the new endpoint: /webhook-endpoints/{id} */
+                    location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3",
+                     *       "url": "https://shop.example.com/webhooks/delivery",
+                     *       "eventTypes": null,
+                     *       "description": "Order system",
+                     *       "status": "ENABLED",
+                     *       "disabledReason": null,
+                     *       "previousSecretExpiresAt": null,
+                     *       "createdAt": "2026-11-21T10:00:00.000Z",
+                     *       "updatedAt": "2026-11-21T10:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description Endpoint id
+                         */
+                        id: string;
+                        url: string;
+                        /** @description The types delivered; null: every type */
+                        eventTypes: string[] | null;
+                        description: string | null;
+                        /**
+                         * @description Only ENABLED endpoints receive deliveries; pending ones resume when it is enabled again
+                         * @enum {string}
+                         */
+                        status: "ENABLED" | "DISABLED";
+                        /** @description GONE: it answered 410; FAILING_5_DAYS: every attempt failed for 5 days; MERCHANT: disabled with PUT */
+                        disabledReason: ("GONE" | "FAILING_5_DAYS" | "MERCHANT") | null;
+                        /** @description After a rotation: until then the old secret signs too */
+                        previousSecretExpiresAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        updatedAt: string;
+                        /** @description The signing secret (Standard Webhooks: whsec_ + base64). Shown only in this response: store it in your secret store. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_IN_USE`: Idempotency key in use */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_IN_USE";
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WEBHOOK_URL_REFUSED`: Webhook URL refused; `WEBHOOK_ENDPOINT_LIMIT_REACHED`: Webhook endpoint limit reached */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_REFUSED" | "WEBHOOK_ENDPOINT_LIMIT_REACHED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Endpoint id
+                 * @example 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3",
+                     *       "url": "https://shop.example.com/webhooks/delivery",
+                     *       "eventTypes": null,
+                     *       "description": "Order system",
+                     *       "status": "ENABLED",
+                     *       "disabledReason": null,
+                     *       "previousSecretExpiresAt": null,
+                     *       "createdAt": "2026-11-21T10:00:00.000Z",
+                     *       "updatedAt": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description Endpoint id
+                         */
+                        id: string;
+                        url: string;
+                        /** @description The types delivered; null: every type */
+                        eventTypes: string[] | null;
+                        description: string | null;
+                        /**
+                         * @description Only ENABLED endpoints receive deliveries; pending ones resume when it is enabled again
+                         * @enum {string}
+                         */
+                        status: "ENABLED" | "DISABLED";
+                        /** @description GONE: it answered 410; FAILING_5_DAYS: every attempt failed for 5 days; MERCHANT: disabled with PUT */
+                        disabledReason: ("GONE" | "FAILING_5_DAYS" | "MERCHANT") | null;
+                        /** @description After a rotation: until then the old secret signs too */
+                        previousSecretExpiresAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    replaceWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Endpoint id
+                 * @example 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://shop.example.com/webhooks/delivery",
+                 *       "status": "ENABLED"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Where to POST the webhooks: https (http only with WEBHOOK_ALLOW_PRIVATE=true, in development). Loopback, private, link-local and metadata addresses are refused, also when a name resolves to them at send time. */
+                    url: string;
+                    eventTypes?: ("quote.created" | "transfer.created" | "transfer.courier_assigned" | "transfer.courier_released" | "transfer.picked_up" | "transfer.delivered" | "transfer.delivery_failed" | "transfer.returned" | "transfer.cancelled" | "webhook.endpoint_disabled")[] | null;
+                    description?: string | null;
+                    /**
+                     * @description ENABLED (default) resumes deliveries to a disabled endpoint; DISABLED pauses them
+                     * @enum {string}
+                     */
+                    status?: "ENABLED" | "DISABLED";
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint as it is now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3",
+                     *       "url": "https://shop.example.com/webhooks/delivery",
+                     *       "eventTypes": null,
+                     *       "description": "Order system",
+                     *       "status": "ENABLED",
+                     *       "disabledReason": null,
+                     *       "previousSecretExpiresAt": null,
+                     *       "createdAt": "2026-11-21T10:00:00.000Z",
+                     *       "updatedAt": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description Endpoint id
+                         */
+                        id: string;
+                        url: string;
+                        /** @description The types delivered; null: every type */
+                        eventTypes: string[] | null;
+                        description: string | null;
+                        /**
+                         * @description Only ENABLED endpoints receive deliveries; pending ones resume when it is enabled again
+                         * @enum {string}
+                         */
+                        status: "ENABLED" | "DISABLED";
+                        /** @description GONE: it answered 410; FAILING_5_DAYS: every attempt failed for 5 days; MERCHANT: disabled with PUT */
+                        disabledReason: ("GONE" | "FAILING_5_DAYS" | "MERCHANT") | null;
+                        /** @description After a rotation: until then the old secret signs too */
+                        previousSecretExpiresAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+            /** @description `WEBHOOK_URL_REFUSED`: Webhook URL refused */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WEBHOOK_URL_REFUSED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Endpoint id
+                 * @example 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry: the same key and body replay the first response for 24 h
+                 * @example 3f0e9c6e-order-1042
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description Endpoint id
+                 * @example 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3",
+                     *       "url": "https://shop.example.com/webhooks/delivery",
+                     *       "eventTypes": null,
+                     *       "description": "Order system",
+                     *       "status": "ENABLED",
+                     *       "disabledReason": null,
+                     *       "previousSecretExpiresAt": "2026-11-22T10:00:00.000Z",
+                     *       "createdAt": "2026-11-21T10:00:00.000Z",
+                     *       "updatedAt": "2026-11-21T10:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description Endpoint id
+                         */
+                        id: string;
+                        url: string;
+                        /** @description The types delivered; null: every type */
+                        eventTypes: string[] | null;
+                        description: string | null;
+                        /**
+                         * @description Only ENABLED endpoints receive deliveries; pending ones resume when it is enabled again
+                         * @enum {string}
+                         */
+                        status: "ENABLED" | "DISABLED";
+                        /** @description GONE: it answered 410; FAILING_5_DAYS: every attempt failed for 5 days; MERCHANT: disabled with PUT */
+                        disabledReason: ("GONE" | "FAILING_5_DAYS" | "MERCHANT") | null;
+                        /** @description After a rotation: until then the old secret signs too */
+                        previousSecretExpiresAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        updatedAt: string;
+                        /** @description The signing secret (Standard Webhooks: whsec_ + base64). Shown only in this response: store it in your secret store. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_IN_USE`: Idempotency key in use */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_IN_USE";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_REUSED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    testWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry: the same key and body replay the first response for 24 h
+                 * @example 3f0e9c6e-order-1042
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description Endpoint id
+                 * @example 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "queued": 1,
+                     *       "webhookId": "01a2005e-5a8d-7f9b-8c7d-0b1c2d3e4f5a"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Deliveries queued; they go out within a second or so */
+                        queued: number;
+                        /** @description webhook.test: the webhook-id of the test message */
+                        webhookId?: string;
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_IN_USE`: Idempotency key in use; `WEBHOOK_ENDPOINT_DISABLED`: Webhook endpoint disabled */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_IN_USE" | "WEBHOOK_ENDPOINT_DISABLED";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_REUSED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    listWebhookAttempts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size (default 50)
+                 * @example 50
+                 */
+                limit?: number;
+                /** @description From the Link rel="next" header of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Endpoint id
+                 * @example 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempts, newest first */
+            200: {
+                headers: {
+                    /** @description Present when there is a next page: <url>; rel="next" */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "01a2005d-4f7c-7e8a-9b6c-9fa0b1c2d3e4",
+                     *         "deliveryId": "01a2005d-4f7c-7e8a-9b6c-0a1b2c3d4e5f",
+                     *         "webhookId": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
+                     *         "eventType": "transfer.created",
+                     *         "attempt": 1,
+                     *         "status": "failed",
+                     *         "responseStatus": 500,
+                     *         "responseBody": "Internal Server Error",
+                     *         "error": "HTTP 500",
+                     *         "durationMs": 84,
+                     *         "attemptedAt": "2026-11-21T10:05:00.120Z",
+                     *         "nextAttemptAt": "2026-11-21T10:05:05.120Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description Attempt id
+                         */
+                        id: string;
+                        /**
+                         * Format: uuid
+                         * @description The delivery (one message to this endpoint) this try belongs to
+                         */
+                        deliveryId: string;
+                        /** @description The webhook-id header sent (the event id): the same on every retry and replay */
+                        webhookId: string;
+                        eventType: string;
+                        /** @description 1 for the first try of the delivery */
+                        attempt: number;
+                        /** @enum {string} */
+                        status: "succeeded" | "failed";
+                        /** @description The HTTP status of the answer; null when none came */
+                        responseStatus: number | null;
+                        /** @description The first 1 KiB of the answer */
+                        responseBody: string | null;
+                        /** @description Why it failed (timeout, refused destination, connection error, HTTP status) */
+                        error: string | null;
+                        /** @description Latency of the try */
+                        durationMs: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        attemptedAt: string;
+                        /** @description When the delivery is retried; null when it succeeded or every retry was used */
+                        nextAttemptAt: string | null;
+                    }[];
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    replayWebhooks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry: the same key and body replay the first response for 24 h
+                 * @example 3f0e9c6e-order-1042
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description Endpoint id
+                 * @example 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "since": "2026-11-21T10:00:00.000Z"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description Every event that occurred at or after this time is delivered again (at most 10 000)
+                     */
+                    since: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "queued": 12
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Deliveries queued; they go out within a second or so */
+                        queued: number;
+                        /** @description webhook.test: the webhook-id of the test message */
+                        webhookId?: string;
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_IN_USE`: Idempotency key in use; `WEBHOOK_ENDPOINT_DISABLED`: Webhook endpoint disabled */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_IN_USE" | "WEBHOOK_ENDPOINT_DISABLED";
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_REUSED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    redeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry: the same key and body replay the first response for 24 h
+                 * @example 3f0e9c6e-order-1042
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description Endpoint id
+                 * @example 01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description The event (the webhook-id) to deliver again to this endpoint
+                     */
+                    eventId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "queued": 1
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Deliveries queued; they go out within a second or so */
+                        queued: number;
+                        /** @description webhook.test: the webhook-id of the test message */
+                        webhookId?: string;
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `EVENT_NOT_FOUND`: Event not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND" | "EVENT_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_IN_USE`: Idempotency key in use; `WEBHOOK_ENDPOINT_DISABLED`: Webhook endpoint disabled */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_IN_USE" | "WEBHOOK_ENDPOINT_DISABLED";
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+            /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "IDEMPOTENCY_KEY_REUSED";
                     };
                 };
             };
@@ -6359,6 +8770,314 @@ export interface operations {
                         type?: "SERVICE_UNAVAILABLE";
                     };
                 };
+            };
+        };
+    };
+    transferEventWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "transfer.cancelled",
+                 *       "timestamp": "2026-11-21T10:09:00.000Z",
+                 *       "data": {
+                 *         "id": "01a2005b-2d5a-7c6e-9f4a-7d8e9fa0b1c2",
+                 *         "type": "transfer.cancelled",
+                 *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                 *         "sequence": 3,
+                 *         "position": 57,
+                 *         "state": "cancelled",
+                 *         "occurredAt": "2026-11-21T10:09:00.000Z",
+                 *         "actor": {
+                 *           "type": "merchant"
+                 *         },
+                 *         "data": {
+                 *           "previousState": "inProgress",
+                 *           "reason": "CUSTOMER_REQUESTED",
+                 *           "refundAmount": 314.38,
+                 *           "currency": "RUB"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The event type (also data.type) */
+                    type: string;
+                    /**
+                     * Format: date-time
+                     * @description When the event occurred (data.occurredAt)
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: {
+                        /**
+                         * Format: uuid
+                         * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+                         */
+                        id: string;
+                        /**
+                         * @description What happened
+                         * @enum {string}
+                         */
+                        type: "quote.created" | "transfer.created" | "transfer.courier_assigned" | "transfer.courier_released" | "transfer.picked_up" | "transfer.delivered" | "transfer.delivery_failed" | "transfer.returned" | "transfer.cancelled";
+                        /**
+                         * Format: uuid
+                         * @description The transfer (for quote.created: the transfer_id the quote announced)
+                         */
+                        transferId: string;
+                        /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+                        sequence: number;
+                        /** @description Global position across all events (ascending in the order they were written) */
+                        position: number;
+                        /** @description The transfer state after the event (null for quote.created) */
+                        state: ("inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled") | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        occurredAt: string;
+                        actor: {
+                            /**
+                             * @description Who made the change
+                             * @enum {string}
+                             */
+                            type: "merchant" | "courier" | "operator" | "system";
+                        };
+                        /** @description Details of the event; previousState on every state change */
+                        data: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "webhook.test",
+                 *       "timestamp": "2026-11-21T10:00:00.000Z",
+                 *       "data": {
+                 *         "endpointId": "01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "webhook.test";
+                    /**
+                     * Format: date-time
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint tested
+                         */
+                        endpointId: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    endpointDisabledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "webhook.endpoint_disabled",
+                 *       "timestamp": "2026-11-26T10:00:00.000Z",
+                 *       "data": {
+                 *         "endpointId": "01a2005c-3e6b-7d7f-8a5b-8e9fa0b1c2d3",
+                 *         "url": "https://shop.example.com/webhooks/delivery",
+                 *         "reason": "FAILING_5_DAYS",
+                 *         "failingSince": "2026-11-21T10:00:00.000Z",
+                 *         "disabledAt": "2026-11-26T10:00:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "webhook.endpoint_disabled";
+                    /**
+                     * Format: date-time
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: {
+                        /**
+                         * Format: uuid
+                         * @description The endpoint that was disabled
+                         */
+                        endpointId: string;
+                        url: string;
+                        /** @enum {string} */
+                        reason: "GONE" | "FAILING_5_DAYS";
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        failingSince: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        disabledAt: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorResponses, problemResponses } from '../../http/schemas.ts';
+import { AppError } from '../../lib/errors.ts';
+import { notFoundPage, trackingCsp, trackingPage } from './page.ts';
+import { TRACKING_EXAMPLE, TrackingParams, TrackingView } from './schemas.ts';
+
+/** JSON only when the client asks for it ahead of (or without) HTML: browsers list text/html first. */
+function wantsJson(request: FastifyRequest): boolean {
+  const accept = (request.headers.accept ?? '').toLowerCase();
+  const j = accept.indexOf('application/json');
+  if (j < 0) return false;
+  const h = accept.indexOf('text/html');
+  return h < 0 || j < h;
+}
+
+/** The public tracking page (no token): HTML for browsers, JSON for Accept: application/json. */
+export async function trackingRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const html = {
+    'text/html': {
+      schema: { type: 'string', description: 'The tracking page (self-contained HTML)' },
+      example: trackingPage(TRACKING_EXAMPLE, 'EXAMPLE-NONCE', 10),
+    },
+  };
+  const notFound = problemResponses(['TRACKING_CODE_NOT_FOUND']) as Record<number, { content: Record<string, unknown> }>;
+  notFound[404].content = {
+    ...notFound[404].content,
+    'text/html': { schema: { type: 'string', description: 'A "not found" page' }, example: notFoundPage('EXAMPLE-NONCE') },
+  };
+
+  app.get(
+    '/track/:trackingCode',
+    {
+      schema: {
+        operationId: 'trackDelivery',
+        tags: ['tracking'],
+        summary: 'Public tracking page of a delivery',
+        description:
+          "For the recipient: no token, found by the transfer's unguessable `trackingCode` (the transfer's `trackingUrl`). Browsers get a self-contained HTML page (state timeline, merchant name, cities, courier first name, a drawing of pickup, destination and the courier's last position) that refreshes itself while the delivery is under way; `Accept: application/json` gets the same data as JSON. Never shows the recipient's phone or address, the price, the `deliveryPin` or the `transferCode`. Rate limited per client address (429 `RATE_LIMITED` with `Retry-After`).",
+        security: [],
+        params: TrackingParams,
+        response: {
+          200: {
+            description: 'The tracking page, or its data as JSON',
+            content: { 'application/json': { schema: TrackingView, example: TRACKING_EXAMPLE }, ...html },
+          },
+          ...notFound,
+          ...errorResponses(['VALIDATION_FAILED', 'RATE_LIMITED'], {
+            VALIDATION_FAILED: {
+              detail: 'Path parameter failed validation: /trackingCode must match pattern "^[A-Za-z0-9_-]{1,64}$"',
+              extra: { errors: [{ path: '/trackingCode', message: 'must match pattern "^[A-Za-z0-9_-]{1,64}$"' }] },
+            },
+            RATE_LIMITED: { detail: 'Too many requests from this address; retry in 42 s', extra: {} },
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const tracking = app.services.tracking;
+      const wait = tracking.limiter.hit(request.ip);
+      if (wait > 0) {
+        throw new AppError('RATE_LIMITED', `Too many requests from this address; retry in ${wait} s`, { headers: { 'retry-after': String(wait) } });
+      }
+      reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').header('x-content-type-options', 'nosniff').header('vary', 'accept');
+      const asJson = wantsJson(request);
+      let view: TrackingView;
+      try {
+        view = await tracking.view(request.params.trackingCode);
+      } catch (err) {
+        if (asJson || !(err instanceof AppError) || err.code !== 'TRACKING_CODE_NOT_FOUND') throw err;
+        const nonce = randomBytes(16).toString('base64');
+        return (reply as FastifyReply)
+          .code(404)
+          .header('content-security-policy', trackingCsp(nonce))
+          .type('text/html; charset=utf-8')
+          .send(notFoundPage(nonce));
+      }
+      if (asJson) return reply.type('application/json; charset=utf-8').send(view);
+      const nonce = randomBytes(16).toString('base64');
+      return reply
+        .header('content-security-policy', trackingCsp(nonce))
+        .type('text/html; charset=utf-8')
+        .send(trackingPage(view, nonce, tracking.refreshSeconds));
+    },
+  );
+}

@@ -1,0 +1,150 @@
+import type { Kysely } from 'kysely';
+import type { DB, TransferState } from '../../db/types.ts';
+import { type Clock, iso } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
+import { TERMINAL_STATES } from '../transfers/lifecycle.ts';
+import type { TrackingView } from './schemas.ts';
+
+export interface GeoPoint {
+  lat: number;
+  lng: number;
+}
+
+/** The courier's last known position (the courier work provides it); undefined when unknown. */
+export type CourierPositionSource = (transfer: { id: string; courierId: string | null }) => Promise<(GeoPoint & { at: number }) | undefined>;
+
+const LABELS: Record<string, (courier: string | null) => string> = {
+  'transfer.created': () => 'Order placed',
+  'transfer.courier_assigned': (c) => (c ? `Courier ${c} is on the way to pick it up` : 'A courier is on the way to pick it up'),
+  'transfer.courier_released': () => 'Looking for another courier',
+  'transfer.picked_up': () => 'Picked up: on its way to you',
+  'transfer.delivered': () => 'Delivered',
+  'transfer.delivery_failed': () => 'Delivery failed: going back to the sender',
+  'transfer.returned': () => 'Returned to the sender',
+  'transfer.cancelled': () => 'Cancelled',
+};
+
+/** States in which the courier's position is shown (the parcel, or the courier for it, is moving). */
+const MOVING: TransferState[] = ['courierAssigned', 'pickedUp', 'returning'];
+
+/** The public tracking page's data: found by the unguessable tracking code, reduced to what a recipient may see. */
+export class TrackingService {
+  readonly #db: Kysely<DB>;
+  readonly refreshSeconds: number;
+  /** Requests per address (the page is public: codes must not be guessable by brute force, nor the page a cheap load). */
+  readonly limiter: AddressRateLimiter;
+  /** Replaceable: the courier work plugs its position source in here. */
+  courierPosition: CourierPositionSource;
+
+  constructor(db: Kysely<DB>, clock: Clock, opts: { refreshSeconds: number; rateLimitPerMinute: number; courierPosition?: CourierPositionSource }) {
+    this.#db = db;
+    this.refreshSeconds = opts.refreshSeconds;
+    this.limiter = new AddressRateLimiter(opts.rateLimitPerMinute, clock);
+    this.courierPosition = opts.courierPosition ?? (async () => undefined);
+  }
+
+  async view(trackingCode: string): Promise<TrackingView> {
+    const t = await this.#db
+      .selectFrom('transfers')
+      .innerJoin('merchants', 'merchants.id', 'transfers.merchant_id')
+      .select([
+        'transfers.id',
+        'transfers.merchant_id',
+        'transfers.state',
+        'transfers.mode',
+        'transfers.details',
+        'transfers.courier_id',
+        'transfers.courier_name',
+        'transfers.updated_at',
+        'merchants.name as merchant_name',
+      ])
+      .where('transfers.tracking_code', '=', trackingCode)
+      .executeTakeFirst();
+    if (!t) throw new AppError('TRACKING_CODE_NOT_FOUND', 'No delivery with this tracking code');
+    const events = await this.#db
+      .selectFrom('events')
+      .select(['type', 'state', 'occurred_at', 'data'])
+      .where('merchant_id', '=', t.merchant_id)
+      .where('transfer_id', '=', t.id)
+      .where('state', 'is not', null)
+      .orderBy('sequence')
+      .execute();
+    // Only what the page needs is read out of the stored details: never the recipient, the address or the price.
+    const details = JSON.parse(t.details) as {
+      pickupLocation: { coordinates: [number, number] };
+      destinationLocation: { coordinates: [number, number] };
+      pickupAddressMetaData?: { city?: unknown };
+      destinationAddressMetadata?: { city?: unknown };
+    };
+    const point = (c: [number, number]): GeoPoint => ({ lat: c[1], lng: c[0] });
+    const pickup = point(details.pickupLocation.coordinates);
+    const destination = point(details.destinationLocation.coordinates);
+    const courier = MOVING.includes(t.state) ? await this.courierPosition({ id: t.id, courierId: t.courier_id }) : undefined;
+    const drawn = fitToBox([pickup, destination, ...(courier ? [courier] : [])]);
+    const city = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v : null);
+    return {
+      trackingCode,
+      state: t.state,
+      active: !TERMINAL_STATES.includes(t.state),
+      merchant: { name: t.merchant_name },
+      pickup: { city: city(details.pickupAddressMetaData?.city) },
+      destination: { city: city(details.destinationAddressMetadata?.city) },
+      courier: t.courier_name ? { firstName: t.courier_name } : null,
+      map: { pickup: drawn[0], destination: drawn[1], courier: courier ? { ...drawn[2], at: iso(courier.at) } : null },
+      timeline: events.map((e) => {
+        const data = JSON.parse(e.data) as { courier?: { firstName?: string } };
+        return {
+          type: e.type,
+          state: e.state as TransferState,
+          label: (LABELS[e.type] ?? (() => e.type))(data.courier?.firstName ?? null),
+          occurredAt: iso(Number(e.occurred_at)),
+        };
+      }),
+      updatedAt: iso(Number(t.updated_at)),
+      sandbox: t.mode === 'sandbox',
+    };
+  }
+}
+
+/**
+ * Places points in a 0-100 box (y down), scaled to fit with a margin and the same scale on both axes
+ * (longitude shrunk by cos(latitude)), so the drawing keeps its shape but gives away no coordinates.
+ */
+export function fitToBox(points: GeoPoint[]): Array<{ x: number; y: number }> {
+  const k = Math.cos((points[0].lat * Math.PI) / 180);
+  const xs = points.map((p) => p.lng * k);
+  const ys = points.map((p) => -p.lat);
+  const [minX, maxX, minY, maxY] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  const span = Math.max(maxX - minX, maxY - minY) || 1;
+  const margin = 12;
+  const scale = (100 - 2 * margin) / span;
+  // Centre the smaller side.
+  const offX = margin + (100 - 2 * margin - (maxX - minX) * scale) / 2;
+  const offY = margin + (100 - 2 * margin - (maxY - minY) * scale) / 2;
+  const round = (v: number) => Math.round(v * 10) / 10;
+  return points.map((_, i) => ({ x: round(offX + (xs[i] - minX) * scale), y: round(offY + (ys[i] - minY) * scale) }));
+}
+
+/** A fixed-window request counter per client address (in memory, per instance, bounded). */
+export class AddressRateLimiter {
+  readonly #limit: number;
+  readonly #clock: Clock;
+  readonly #windows = new Map<string, { count: number; resetAt: number }>();
+  constructor(limitPerMinute: number, clock: Clock) {
+    this.#limit = limitPerMinute;
+    this.#clock = clock;
+  }
+  /** Counts the request; returns the seconds to wait when over the limit, else 0. */
+  hit(address: string): number {
+    const now = this.#clock.now();
+    let w = this.#windows.get(address);
+    if (!w || w.resetAt <= now) {
+      if (this.#windows.size >= 100_000) for (const [k, v] of this.#windows) if (v.resetAt <= now) this.#windows.delete(k);
+      if (this.#windows.size >= 100_000) this.#windows.clear();
+      w = { count: 0, resetAt: now + 60_000 };
+      this.#windows.set(address, w);
+    }
+    w.count++;
+    return w.count > this.#limit ? Math.max(1, Math.ceil((w.resetAt - now) / 1000)) : 0;
+  }
+}
