@@ -1,0 +1,3 @@
+export async function seedGrowth(_target: unknown, _log: (s: string) => void): Promise<string> {
+  throw new Error('--growth: not implemented yet');
+}
