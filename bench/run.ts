@@ -291,6 +291,56 @@ const transferBody = (quoteId: string) =>
     recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
   });
 
+// ---------------------------------------------------------------- query plans (--growth)
+
+/** The statements the benchmark rows run (as Kysely builds them), whose plans must stay index lookups as the tables grow. */
+const PLAN_QUERIES: Array<[string, string, unknown[]]> = [
+  ['credential of a token (cache miss)', 'select * from credentials where client_id = ?', ['cli_x']],
+  ['GET /warehouses/{id}', 'select * from warehouses where merchant_id = ? and id = ?', ['m', 'w']],
+  ['GET /warehouses', 'select * from warehouses where merchant_id = ? order by id', ['m']],
+  ['GET /transfer/{id}', 'select * from transfers where merchant_id = ? and id = ?', ['m', 't']],
+  ['GET /transfer', 'select * from transfers where merchant_id = ? order by created_at desc, id desc limit ?', ['m', 51]],
+  [
+    'POST /transfer: consume the quote',
+    "update quotes set status = 'consumed', consumed_at = ? where merchant_id = ? and id = ? and status = 'pending' and expires_at > ? returning *",
+    [1, 'm', 'q', 1],
+  ],
+  ['POST /transfer: debit', 'update merchants set balance = balance + ?, updated_at = ? where id = ? and balance + ? >= 0 returning balance', [-1, 1, 'm', -1]],
+  ['cancel: the transfer', 'select * from transfers where merchant_id = ? and id = ?', ['m', 't']],
+  ['GET /transfer/{id}/events', 'select * from events where merchant_id = ? and transfer_id = ? order by sequence', ['m', 't']],
+  ['scheduler: unassigned', "select id from transfers where state = 'inProgress' and created_at <= ? order by created_at limit ?", [1, 100]],
+  ['scheduler: sandbox steps due', "select id, state from transfers where next_step_at <= ? and mode = 'sandbox' order by next_step_at limit ?", [1, 100]],
+];
+
+async function queryPlans(store: Store, tmp: string): Promise<string> {
+  const out: string[] = ['| query | plan |', '|---|---|'];
+  const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, '<br>');
+  if (!postgresUrl) {
+    const db = new DatabaseSync(join(tmp, 'bench.sqlite'), { readOnly: true });
+    try {
+      for (const [what, text, params] of PLAN_QUERIES) {
+        const rows = db.prepare(`explain query plan ${text}`).all(...(params as never[])) as { detail: string }[];
+        out.push(`| ${what} | ${cell(rows.map((r) => r.detail).join('; '))} |`);
+      }
+    } finally {
+      db.close();
+    }
+  } else {
+    const client = new pg.Client({ connectionString: postgresUrl, options: `-c search_path=${store.schema}` });
+    await client.connect();
+    try {
+      for (const [what, text, params] of PLAN_QUERIES) {
+        let n = 0;
+        const { rows } = await client.query(`explain (costs off) ${text.replace(/\?/g, () => `$${++n}`)}`, params);
+        out.push(`| ${what} | ${cell(rows.map((r) => String(r['QUERY PLAN']).trim()).join('; '))} |`);
+      }
+    } finally {
+      await client.end();
+    }
+  }
+  return out.join('\n');
+}
+
 // ---------------------------------------------------------------- load runs
 
 interface Scenario {
@@ -407,6 +457,7 @@ interface Report {
   fsyncs: number[];
   commits: number[];
   growth?: string;
+  plans?: string;
 }
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
@@ -455,6 +506,7 @@ function render(r: Report): string {
     ...rows,
     '',
     `Server memory (VmRSS): ${f1(r.memStart)} MiB idle right after start-up, ${f1(r.memBefore.rss)} MiB after seeding and warm-up, ${f1(r.memAfterMix.rss)} MiB after the ${MIX_DURATION} s mix (peak VmHWM ${f1(r.memAfterMix.peak)} MiB).`,
+    ...(r.plans ? ['', 'Query plans on the grown database (the statements the rows run):', '', r.plans] : []),
     ...(r.micro.length ? ['', 'Access-token verification (micro-benchmark in the benchmark process, server stopped):', '', tokensTable(r.micro)] : []),
     '',
   ].join('\n');
@@ -748,6 +800,7 @@ async function main(): Promise<void> {
     });
     await probe();
     const memAfterMix = memory(pid);
+    const plans = GROWTH ? await queryPlans(storeHandle, tmp) : undefined;
 
     await server.stop(5000);
     server = undefined;
@@ -775,6 +828,7 @@ async function main(): Promise<void> {
       fsyncs,
       commits,
       growth,
+      plans,
     };
     const text = render(report);
     process.stdout.write(`\n${text}\n`);
