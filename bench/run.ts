@@ -1,53 +1,105 @@
-// `npm run bench`: load benchmarks against the real server (a child process), reported as ratios
-// against GET /healthz measured in the same run. See bench/README.md.
+// `npm run bench`: load benchmarks against the real server (a child process), reported as ratios to a
+// raw node:http hello-world server measured in the same run. See bench/README.md.
 //
 //   npm run bench                      SQLite (temp file)
 //   npm run bench -- --postgres        PostgreSQL, fresh schema (BENCH_DATABASE_URL, TEST_POSTGRES_URL or local default)
-//   npm run bench -- --duration 3 --connections 10 --merchants 10 --no-write
-import { type ChildProcess, execFile, execFileSync } from 'node:child_process';
+//   npm run bench -- --smoke           about 1 s per row, nothing written, exit 1 only on unexpected statuses (CI)
+//   npm run bench -- --growth          the same rows over 10^6 transfers, 10^4 merchants and 10^6 events
+//   npm run bench -- --duration 3 --connections 50 --merchants 10 --mix-duration 60 --no-write
+//
+// The server (and the raw baseline) run pinned to CPU 0, as in a one-CPU container; this process, the load
+// generator, pins itself to CPU 1 (taskset). Without taskset or with one CPU they share, and the header says so.
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort, MDS_BIN, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
-import { benchTokens, type MicroResult, median, tokensTable } from './tokens.ts';
+import { seedGrowth } from './growth.ts';
+import { benchTokens, type MicroResult, tokensTable } from './tokens.ts';
 
 const RESULTS = join(import.meta.dirname, 'results.md');
 const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
-const WAREHOUSES = 10;
+const WAREHOUSES = 50;
 
 const { values: args } = parseArgs({
   options: {
     postgres: { type: 'boolean', default: false },
-    duration: { type: 'string', default: '5' },
-    connections: { type: 'string', default: '10' },
+    smoke: { type: 'boolean', default: false },
+    growth: { type: 'boolean', default: false },
+    duration: { type: 'string' },
+    'mix-duration': { type: 'string' },
+    connections: { type: 'string', default: '50' },
     merchants: { type: 'string', default: '1' },
     'no-write': { type: 'boolean', default: false },
+    'no-pin': { type: 'boolean', default: false },
   },
 });
-const DURATION = Number(args.duration);
+const SMOKE = args.smoke;
+const GROWTH = args.growth;
+const DURATION = Number(args.duration ?? (SMOKE ? 1 : 5));
+const MIX_DURATION = Number(args['mix-duration'] ?? (SMOKE ? 1 : 60));
+const PROBE_SECONDS = SMOKE ? 0.5 : 1;
 const CONNECTIONS = Number(args.connections);
+/** POST /auth/token is a login, not an API call: measured at low concurrency. */
+const TOKEN_CONNECTIONS = 4;
 const MERCHANTS = Number(args.merchants);
-if (!(DURATION > 0 && DURATION <= 60) || !(CONNECTIONS >= 1 && CONNECTIONS <= 200) || !(Number.isInteger(MERCHANTS) && MERCHANTS >= 1 && MERCHANTS <= 50)) {
-  console.error('--duration must be 1..60 seconds, --connections 1..200, --merchants 1..50');
+const WRITE = !args['no-write'] && !SMOKE;
+if (
+  !(DURATION > 0 && DURATION <= 60) ||
+  !(MIX_DURATION > 0 && MIX_DURATION <= 300) ||
+  !(CONNECTIONS >= 1 && CONNECTIONS <= 200) ||
+  !(Number.isInteger(MERCHANTS) && MERCHANTS >= 1 && MERCHANTS <= 50)
+) {
+  console.error('--duration must be 1..60 seconds, --mix-duration 1..300, --connections 1..200, --merchants 1..50');
   process.exit(2);
 }
 const postgresUrl =
   args.postgres || process.env.BENCH_DATABASE_URL ? process.env.BENCH_DATABASE_URL || process.env.TEST_POSTGRES_URL || DEFAULT_POSTGRES_URL : undefined;
 const store = postgresUrl ? 'postgres' : 'sqlite';
+const section = `${store}${GROWTH ? '-growth' : ''}`;
 
 const log = (text: string) => process.stderr.write(`${text}\n`);
+
+// ---------------------------------------------------------------- CPU pinning
+
+const SERVER_CPU = 0;
+/** Counted before this process pins itself (after that, availableParallelism() says 1). */
+const CPUS = availableParallelism();
+const LOADGEN_CPU = 1;
+/** Pins every thread of `pid` to one CPU; false if that is not possible here. */
+function pin(pid: number, cpu: number): boolean {
+  if (args['no-pin'] || CPUS < 2) return false;
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 // ---------------------------------------------------------------- store and server
 
 interface Store {
   env: Record<string, string>;
   describe: string;
+  schema?: string;
   cleanup(): Promise<void>;
+}
+
+async function pgAdmin(text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
 }
 
 async function createStore(tmp: string): Promise<Store> {
@@ -56,21 +108,13 @@ async function createStore(tmp: string): Promise<Store> {
     return { env: { DATABASE_URL: `sqlite:${file}` }, describe: 'SQLite file (WAL, synchronous=FULL), temp dir', cleanup: async () => {} };
   }
   const schema = `bench_${randomBytes(5).toString('hex')}`;
-  const admin = async (text: string) => {
-    const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 5000 });
-    await client.connect();
-    try {
-      await client.query(text);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`create schema ${schema}`);
+  await pgAdmin(`create schema ${schema}`);
   const host = new URL(postgresUrl);
   return {
     env: { DATABASE_URL: postgresUrl, DATABASE_SCHEMA: schema },
     describe: `PostgreSQL ${host.hostname}:${host.port || 5432}${host.pathname}, fresh schema, pool of 10`,
-    cleanup: () => admin(`drop schema if exists ${schema} cascade`),
+    schema,
+    cleanup: () => pgAdmin(`drop schema if exists ${schema} cascade`),
   };
 }
 
@@ -79,7 +123,7 @@ const running = new Set<ChildProcess>();
 
 function cli(cliArgs: string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((ok, fail) => {
-    const child = execFile(process.execPath, [MDS_BIN, ...cliArgs], { env, timeout: 60_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [MDS_BIN, ...cliArgs], { env, timeout: 120_000 }, (err, stdout, stderr) => {
       running.delete(child);
       if (err) fail(new Error(`mds ${cliArgs.join(' ')}: ${stderr || err.message}`));
       else ok(stdout);
@@ -91,7 +135,30 @@ function cli(cliArgs: string[], env: NodeJS.ProcessEnv): Promise<string> {
 /** SIGTERM, SIGKILL after 5 s. */
 const stopProcess = (child: ChildProcess | undefined) => stopChild(child, 5000);
 
-/** Resident and peak memory of the server process, in MiB, from /proc. */
+/** The baseline: node:http answering a small JSON body, nothing else (the most any Node HTTP service can do here). */
+const RAW_SERVER = `
+const http = require('node:http');
+const body = '{"status":"ok"}';
+const server = http.createServer((req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
+  res.end(body);
+});
+server.keepAliveTimeout = 65000;
+server.listen(Number(process.env.PORT), '127.0.0.1', () => console.log('ready'));
+process.on('SIGTERM', () => process.exit(0));
+`;
+
+async function startRaw(port: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['-e', RAW_SERVER], { env: { PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  running.add(child);
+  await new Promise<void>((ok, fail) => {
+    child.once('exit', (code) => fail(new Error(`raw node:http server exited (${code})`)));
+    child.stdout?.once('data', () => ok());
+  });
+  return child;
+}
+
+/** Resident and peak memory of a process, in MiB, from /proc. */
 function memory(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
@@ -106,19 +173,14 @@ const CLK_TCK = (() => {
   }
 })();
 
-/** CPU time (user + system, every thread) the server process has used so far, in microseconds. */
+/** CPU time (user + system, every thread) a process has used so far, in microseconds. */
 function cpuMicros(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from #3 (state) on
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK; // utime (#14), stime (#15)
 }
 
-/**
- * The write baseline: 4 KiB writes + fdatasync per second on the temp dir's file system, one at a
- * time, cycling through a preallocated file the way SQLite reuses its WAL after a checkpoint (a
- * commit in WAL mode with synchronous=FULL costs at least one such sync). Disk contention from other
- * processes moves this number as much as it moves the write scenarios, so compare against it.
- */
+/** 4 KiB writes + fdatasync per second on the temp dir's file system, one at a time (context for the next figure). */
 function fsyncsPerSecond(dir: string, ms = 1000): number {
   const file = join(dir, 'fsync-probe');
   const fd = openSync(file, 'w');
@@ -139,6 +201,55 @@ function fsyncsPerSecond(dir: string, ms = 1000): number {
     rmSync(file, { force: true });
   }
   return (n * 1000) / (performance.now() - start);
+}
+
+/**
+ * The disk's durable-commit rate, as the store commits: on SQLite, one-row transactions one after the
+ * other on a file with the service's settings (WAL, synchronous=FULL) in the temp dir; on PostgreSQL,
+ * one-row INSERTs in autocommit on one connection (each waits for its WAL flush). The ceiling of a
+ * design that commits once per request and one at a time.
+ */
+async function durableCommitsPerSecond(dir: string, ms = 1000): Promise<number> {
+  if (!postgresUrl) {
+    const file = join(dir, 'commit-probe.sqlite');
+    const db = new DatabaseSync(file);
+    try {
+      db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; create table t (id integer primary key, v blob)');
+      const insert = db.prepare('insert into t (v) values (?)');
+      const payload = Buffer.alloc(1000, 7);
+      let n = 0;
+      const start = performance.now();
+      while (performance.now() - start < ms) {
+        insert.run(payload);
+        n++;
+      }
+      return (n * 1000) / (performance.now() - start);
+    } finally {
+      db.close();
+      for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+    }
+  }
+  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    // A real (WAL-logged) table, dropped right after: a temporary one would not wait for the WAL flush.
+    const table = `commit_probe_${randomBytes(4).toString('hex')}`;
+    await client.query(`create table public.${table} (id serial primary key, v text)`);
+    try {
+      let n = 0;
+      const start = performance.now();
+      const payload = 'x'.repeat(1000);
+      while (performance.now() - start < ms) {
+        await client.query(`insert into public.${table} (v) values ($1)`, [payload]);
+        n++;
+      }
+      return (n * 1000) / (performance.now() - start);
+    } finally {
+      await client.query(`drop table public.${table}`);
+    }
+  } finally {
+    await client.end();
+  }
 }
 
 // ---------------------------------------------------------------- HTTP helpers
@@ -180,13 +291,63 @@ const transferBody = (quoteId: string) =>
     recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
   });
 
+// ---------------------------------------------------------------- query plans (--growth)
+
+/** The statements the benchmark rows run (as Kysely builds them), whose plans must stay index lookups as the tables grow. */
+const PLAN_QUERIES: Array<[string, string, unknown[]]> = [
+  ['credential of a token (cache miss)', 'select * from credentials where client_id = ?', ['cli_x']],
+  ['GET /warehouses/{id}', 'select * from warehouses where merchant_id = ? and id = ?', ['m', 'w']],
+  ['GET /warehouses', 'select * from warehouses where merchant_id = ? order by id', ['m']],
+  ['GET /transfer/{id}', 'select * from transfers where merchant_id = ? and id = ?', ['m', 't']],
+  ['GET /transfer', 'select * from transfers where merchant_id = ? order by created_at desc, id desc limit ?', ['m', 51]],
+  [
+    'POST /transfer: consume the quote',
+    "update quotes set status = 'consumed', consumed_at = ? where merchant_id = ? and id = ? and status = 'pending' and expires_at > ? returning *",
+    [1, 'm', 'q', 1],
+  ],
+  ['POST /transfer: debit', 'update merchants set balance = balance + ?, updated_at = ? where id = ? and balance + ? >= 0 returning balance', [-1, 1, 'm', -1]],
+  ['cancel: the transfer', 'select * from transfers where merchant_id = ? and id = ?', ['m', 't']],
+  ['GET /transfer/{id}/events', 'select * from events where merchant_id = ? and transfer_id = ? order by sequence', ['m', 't']],
+  ['scheduler: unassigned', "select id from transfers where state = 'inProgress' and created_at <= ? order by created_at limit ?", [1, 100]],
+  ['scheduler: sandbox steps due', "select id, state from transfers where next_step_at <= ? and mode = 'sandbox' order by next_step_at limit ?", [1, 100]],
+];
+
+async function queryPlans(store: Store, tmp: string): Promise<string> {
+  const out: string[] = ['| query | plan |', '|---|---|'];
+  const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, '<br>');
+  if (!postgresUrl) {
+    const db = new DatabaseSync(join(tmp, 'bench.sqlite'), { readOnly: true });
+    try {
+      for (const [what, text, params] of PLAN_QUERIES) {
+        const rows = db.prepare(`explain query plan ${text}`).all(...(params as never[])) as { detail: string }[];
+        out.push(`| ${what} | ${cell(rows.map((r) => r.detail).join('; '))} |`);
+      }
+    } finally {
+      db.close();
+    }
+  } else {
+    const client = new pg.Client({ connectionString: postgresUrl, options: `-c search_path=${store.schema}` });
+    await client.connect();
+    try {
+      for (const [what, text, params] of PLAN_QUERIES) {
+        let n = 0;
+        const { rows } = await client.query(`explain (costs off) ${text.replace(/\?/g, () => `$${++n}`)}`, params);
+        out.push(`| ${what} | ${cell(rows.map((r) => String(r['QUERY PLAN']).trim()).join('; '))} |`);
+      }
+    } finally {
+      await client.end();
+    }
+  }
+  return out.join('\n');
+}
+
 // ---------------------------------------------------------------- load runs
 
 interface Scenario {
   key: string;
   title: string;
-  what: string;
-  expect: number;
+  /** Expected status (or statuses, for the mix). */
+  expect: number | number[];
   request: {
     method: 'GET' | 'POST';
     path: string;
@@ -195,8 +356,12 @@ interface Scenario {
     setupRequest?: (req: any, context: Record<string, any>) => any;
     onResponse?: (status: number, body: string, context: Record<string, any>) => void;
   };
-  /** Stop after this many requests (scenarios that consume pre-created quotes). */
+  /** Stop after this many requests (scenarios that consume pre-created quotes or transfers). */
   amount?: number;
+  connections?: number;
+  seconds?: number;
+  /** Measured against the raw server instead of the service. */
+  raw?: boolean;
 }
 
 interface Measured {
@@ -217,18 +382,24 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
-async function load(base: string, pid: number, s: Scenario, seconds = DURATION): Promise<Measured> {
+interface Target {
+  base: string;
+  pid: number;
+}
+
+async function load(target: Target, s: Scenario, seconds = s.seconds ?? DURATION): Promise<Measured> {
   let latencies = new Float64Array(16_384);
   let n = 0;
   let first = 0;
   let last = 0;
   const statuses: Record<string, number> = {};
-  const cpuBefore = cpuMicros(pid);
+  const connections = s.connections ?? CONNECTIONS;
+  const cpuBefore = cpuMicros(target.pid);
   const instance = autocannon({
-    url: base,
-    connections: CONNECTIONS,
+    url: target.base,
+    connections,
     timeout: 30,
-    ...(s.amount !== undefined ? { amount: Math.max(s.amount, CONNECTIONS) } : { duration: seconds }),
+    ...(s.amount !== undefined ? { amount: Math.max(s.amount, connections) } : { duration: seconds + 1 }),
     requests: [s.request],
   });
   // autocannon's own histogram has 1 ms resolution: too coarse for sub-millisecond requests.
@@ -246,12 +417,13 @@ async function load(base: string, pid: number, s: Scenario, seconds = DURATION):
   const stopTimer = setTimeout(() => instance.stop(), seconds * 1000);
   const result = await instance;
   clearTimeout(stopTimer);
-  const cpu = cpuMicros(pid) - cpuBefore;
+  const cpu = cpuMicros(target.pid) - cpuBefore;
   const sorted = latencies.subarray(0, n).sort();
   // From the first request sent to the last answer: autocannon's own start/finish also count connecting and
   // waiting for its next 1 s tick to stop, which would distort the short runs.
   const elapsed = n > 1 ? (last - first) / 1000 : (result.finish.getTime() - result.start.getTime()) / 1000;
-  const unexpected = Object.fromEntries(Object.entries(statuses).filter(([code]) => Number(code) !== s.expect));
+  const expected = Array.isArray(s.expect) ? s.expect : [s.expect];
+  const unexpected = Object.fromEntries(Object.entries(statuses).filter(([code]) => !expected.includes(Number(code))));
   return {
     scenario: s,
     requests: n,
@@ -262,7 +434,7 @@ async function load(base: string, pid: number, s: Scenario, seconds = DURATION):
     unexpected,
     errors: result.errors,
     cpuMicrosPerReq: n ? cpu / n : Number.NaN,
-    rssAfter: memory(pid).rss,
+    rssAfter: memory(target.pid).rss,
   };
 }
 
@@ -270,93 +442,97 @@ async function load(base: string, pid: number, s: Scenario, seconds = DURATION):
 
 interface Report {
   date: string;
-  store: string;
   storeDescribe: string;
   node: string;
   cpus: number;
+  pinned: boolean;
   loadBefore: string;
   rows: Measured[];
-  /** 1 s GET /healthz runs: probes[i] just before rows[i], probes[i + 1] just after it. */
+  /** 1 s raw node:http runs: probes[i] just before rows[i], probes[i + 1] just after it. */
   probes: Measured[];
+  memStart: number;
   memBefore: { rss: number; peak: number };
-  memAfter: { rss: number; peak: number };
+  memAfterMix: { rss: number; peak: number };
   micro: MicroResult[];
-  /** fdatasync/s on the temp dir's file system, before and after the write scenarios. */
   fsyncs: number[];
+  commits: number[];
+  growth?: string;
+  plans?: string;
 }
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+const median = (values: number[]) => {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 const f1 = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : '–');
 const f2 = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : '–');
 /** A ratio with two significant digits below 0.1 (0.0063), two decimals above. */
 const ratio = (v: number) => (!Number.isFinite(v) ? '–' : v >= 0.1 ? v.toFixed(2) : v.toPrecision(2));
 
 function render(r: Report): string {
-  const healthz = [...r.probes, ...r.rows.filter((m) => m.scenario.key === 'healthz')];
-  const baseCpu = median(healthz.map((b) => b.cpuMicrosPerReq));
-  const fsync = median(r.fsyncs);
+  const rawRows = [...r.probes, ...r.rows.filter((m) => m.scenario.raw)];
+  const rawCpu = median(rawRows.map((b) => b.cpuMicrosPerReq));
+  const commits = median(r.commits);
   const rows = r.rows.map((m, i) => {
-    // The baseline for this row: the probes right before and after it, i.e. the machine as it was then.
+    // The baseline for this row: the raw probes right before and after it, i.e. the machine as it was then.
     const around = [r.probes[i], r.probes[i + 1]].filter(Boolean);
-    const base = { rps: mean(around.map((p) => p.rps)), p50: mean(around.map((p) => p.p50)), cpu: baseCpu };
+    const baseRps = mean(around.map((p) => p.rps));
     const bad = Object.entries(m.unexpected)
       .map(([code, count]) => `${count}×${code}`)
       .concat(m.errors ? [`${m.errors} errors`] : []);
     const busy = `${Math.round((m.cpuMicrosPerReq * m.rps) / 1e4)}%`;
-    return `| ${m.scenario.title} | ${Math.round(m.rps)} | **${ratio(m.rps / base.rps)}** | ${f2(m.p50)} | ${f2(m.p99)} | **${f1(m.p50 / base.p50)}×** | ${Math.round(m.cpuMicrosPerReq)} | **${f1(m.cpuMicrosPerReq / base.cpu)}×** | ${busy} | ${m.requests} | ${bad.join(', ') || '0'} |`;
+    const conns = m.scenario.connections ?? CONNECTIONS;
+    const title = conns === CONNECTIONS ? m.scenario.title : `${m.scenario.title} (${conns} connections)`;
+    const durable = /^POST \/transfer/.test(m.scenario.title) && !m.scenario.title.includes('cancel') ? ` (${ratio(m.rps / commits)} of the commit rate)` : '';
+    return `| ${title} | ${Math.round(m.rps)}${durable} | **${ratio(m.rps / baseRps)}** | ${f2(m.p50)} | **${f2(m.p99)}** | ${Math.round(m.cpuMicrosPerReq)} | ${f1(m.cpuMicrosPerReq / rawCpu)}× | ${busy} | ${f1(m.rssAfter)} | ${m.requests} | ${bad.join(', ') || '0'} |`;
   });
-  const cpuOf = (key: string) => r.rows.find((m) => m.scenario.key === key)?.cpuMicrosPerReq ?? Number.NaN;
-  const verify = r.micro.find((m) => m.name.startsWith('TokenSigner.verify'));
-  const authHttp = cpuOf('auth-only') - cpuOf('no-token');
-  const authShare = verify
-    ? `Where the auth time goes: the token check adds ${Math.round(authHttp)} µs of server CPU per request over HTTP (400 with a valid token minus 401 without one; both build the same kind of error answer); verification alone is ${verify.cpuMicrosPerOp.toFixed(0)} µs in the micro-benchmark, about ${Math.round((verify.cpuMicrosPerOp / cpuOf('warehouse-get')) * 100)}% of the ${Math.round(cpuOf('warehouse-get'))} µs a whole GET /warehouses/{id} costs.`
-    : '';
   const probeRps = r.probes.map((p) => p.rps);
   const drift = `${Math.round(Math.min(...probeRps))} to ${Math.round(Math.max(...probeRps))}`;
+  const placement = r.pinned
+    ? `server pinned to CPU ${SERVER_CPU} (taskset, every thread), load generator on CPU ${LOADGEN_CPU}`
+    : 'NOT pinned (taskset unavailable or one CPU): server and load generator share the CPUs';
   return [
-    `### ${r.store === 'postgres' ? 'PostgreSQL' : 'SQLite (embedded default)'}`,
+    `### ${store === 'postgres' ? 'PostgreSQL' : 'SQLite (embedded default)'}${GROWTH ? ', grown database' : ''}`,
     '',
-    `${r.date} · Node ${r.node} · ${r.storeDescribe} · ${CONNECTIONS} connections · ${DURATION} s per scenario · ${MERCHANTS === 1 ? 'one merchant' : `writes spread over ${MERCHANTS} merchants`} · ${r.cpus} CPUs, load average ${r.loadBefore} at start`,
+    `${r.date} · Node ${r.node} · ${r.storeDescribe} · ${placement} · ${CONNECTIONS} connections · ${DURATION} s per row, mix ${MIX_DURATION} s · ${MERCHANTS === 1 ? 'one merchant' : `writes spread over ${MERCHANTS} merchants`} · ${r.cpus} CPUs, load average ${r.loadBefore} at start${r.growth ? ` · ${r.growth}` : ''}`,
     '',
-    `Absolute numbers are noise on this shared 2-core machine (other test suites run at the same time, and the load generator shares the CPUs with the server); only the ratios to the baselines, measured in the same run, mean something. Baseline = GET /healthz: a 1 s probe runs right before and right after every scenario, and each row is compared with the mean of its two probes, i.e. with the machine as it was at that moment (the probes ranged from ${drift} req/s during this run; CPU per request is compared with the median over every GET /healthz run). Server CPU busy = CPU µs/req × req/s, in % of one core: near 100% the single event loop is the limit; well below it the server waits (fsync, PostgreSQL round trips, locks) or the load generator is the limit. Disk: ${Math.round(fsync)} fdatasync/s (4 KiB, one at a time, on the temp dir's file system; ${r.fsyncs.map((v) => Math.round(v)).join(' and ')} before and after the write scenarios); a SQLite commit (WAL, synchronous=FULL) waits for at least one, on the event loop.`,
+    `Baseline = a raw \`node:http\` hello-world server on the same pinned CPU: a ${PROBE_SECONDS} s probe runs right before and right after every row, and each row's "× raw" is its req/s over the mean of its two probes (the probes ranged from ${drift} req/s during this run). Absolute numbers are noise on this shared machine; the ratios are what carry information. CPU µs/req is the server process's CPU time (every thread, /proc) per answer, "× raw" of it against the raw server's; busy = CPU µs/req × req/s in % of one core. RSS = the server's VmRSS right after the row.`,
     '',
-    '| scenario | req/s | req/s × baseline | p50 ms | p99 ms | p50 × baseline | server CPU µs/req | CPU × baseline | server CPU busy | requests | unexpected |',
+    `Durable commits: ${Math.round(commits)}/s (${r.commits.map((v) => Math.round(v)).join(' and ')} before and after the write rows: ${store === 'sqlite' ? 'one-row transactions one after the other on a SQLite file in WAL mode with synchronous=FULL, in the temp dir' : 'one-row INSERTs in autocommit on one PostgreSQL connection'}); raw fdatasync of 4 KiB: ${Math.round(median(r.fsyncs))}/s. The transfer rows give their rate as a fraction of the commit rate.`,
+    '',
+    '| row | req/s | **× raw** | p50 ms | **p99 ms** | server CPU µs/req | CPU × raw | busy | RSS MiB | requests | unexpected |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    `Server memory (VmRSS): ${f1(r.memBefore.rss)} MiB after start-up and seeding, ${f1(r.memAfter.rss)} MiB after the run (peak VmHWM ${f1(r.memAfter.peak)} MiB).`,
-    '',
-    'Access-token verification (micro-benchmark in the benchmark process, server stopped):',
-    '',
-    tokensTable(r.micro),
-    '',
-    authShare,
+    `Server memory (VmRSS): ${f1(r.memStart)} MiB idle right after start-up, ${f1(r.memBefore.rss)} MiB after seeding and warm-up, ${f1(r.memAfterMix.rss)} MiB after the ${MIX_DURATION} s mix (peak VmHWM ${f1(r.memAfterMix.peak)} MiB).`,
+    ...(r.plans ? ['', 'Query plans on the grown database (the statements the rows run):', '', r.plans] : []),
+    ...(r.micro.length ? ['', 'Access-token verification (micro-benchmark in the benchmark process, server stopped):', '', tokensTable(r.micro)] : []),
     '',
   ].join('\n');
 }
 
 const HEADER = `# Benchmark results
 
-Written by \`npm run bench\` (SQLite) and \`npm run bench -- --postgres\` (PostgreSQL); each run replaces
-its own section. What the scenarios measure and how to read them: [README.md](README.md).
+Written by \`npm run bench\` (SQLite) and \`npm run bench -- --postgres\` (PostgreSQL), \`--growth\` for the
+grown database; each run replaces its own section. What the rows measure and how to read them:
+[README.md](README.md).
 
-**Absolute numbers are noise** on the shared 2-core machine these were taken on: other engineers'
-test suites ran at the same time and the load generator runs on the same CPUs as the server. Only
-the **ratios** against the baseline measured in the same run carry information.
+**Absolute numbers are noise** on the shared 2-core machine these were taken on (other engineers'
+test suites ran at the same time). Only the **ratios** against the raw \`node:http\` baseline measured
+in the same run carry information.
 `;
 
-function writeResults(store: string, section: string): void {
-  const start = `<!-- bench:${store}:start -->`;
-  const end = `<!-- bench:${store}:end -->`;
-  let text = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : HEADER;
-  const block = `${start}\n${section.trimEnd()}\n${end}`;
-  const i = text.indexOf(start);
-  const j = text.indexOf(end);
-  if (i >= 0 && j > i) text = text.slice(0, i) + block + text.slice(j + end.length);
-  else if (store === 'sqlite' && text.includes('<!-- bench:postgres:start -->'))
-    text = text.replace('<!-- bench:postgres:start -->', `${block}\n\n<!-- bench:postgres:start -->`);
-  else text = `${text.trimEnd()}\n\n${block}\n`;
-  writeFileSync(RESULTS, text.endsWith('\n') ? text : `${text}\n`);
+function writeResults(key: string, text: string): void {
+  const start = `<!-- bench:${key}:start -->`;
+  const end = `<!-- bench:${key}:end -->`;
+  let doc = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : HEADER;
+  const block = `${start}\n${text.trimEnd()}\n${end}`;
+  const i = doc.indexOf(start);
+  const j = doc.indexOf(end);
+  if (i >= 0 && j > i) doc = doc.slice(0, i) + block + doc.slice(j + end.length);
+  else doc = `${doc.trimEnd()}\n\n${block}\n`;
+  writeFileSync(RESULTS, doc.endsWith('\n') ? doc : `${doc}\n`);
 }
 
 // ---------------------------------------------------------------- main
@@ -365,9 +541,10 @@ async function main(): Promise<void> {
   const startedAt = Date.now();
   const tmp = mkdtempSync(join(tmpdir(), 'mds-bench-'));
   let server: ServerChild | undefined;
+  let raw: ChildProcess | undefined;
   let storeHandle: Store | undefined;
   const onSignal = () => {
-    Promise.all([server?.stop(5000), ...[...running].map(stopProcess)])
+    Promise.all([server?.stop(5000), stopProcess(raw), ...[...running].map(stopProcess)])
       .then(() => storeHandle?.cleanup())
       .finally(() => {
         rmSync(tmp, { recursive: true, force: true });
@@ -377,6 +554,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
+    const pinned = pin(process.pid, LOADGEN_CPU);
     storeHandle = await createStore(tmp);
     const port = await freePort();
     const env: NodeJS.ProcessEnv = {
@@ -387,26 +565,47 @@ async function main(): Promise<void> {
       HOST: '127.0.0.1',
       PORT: String(port),
       TOKEN_SIGNING_KEYS: generateSigningKey(),
+      MAX_WAREHOUSES_PER_MERCHANT: String(Math.max(WAREHOUSES, 1000)),
     };
     if (!postgresUrl) delete env.DATABASE_SCHEMA;
     const loadBefore = loadavg()
       .map((l) => l.toFixed(2))
       .join(' / ');
 
-    log(`bench: ${store} · ${CONNECTIONS} connections · ${DURATION} s per scenario`);
-    if (postgresUrl) await cli(['migrate'], env); // the server migrates SQLite itself, PostgreSQL is the operator's job
-    server = startServer({ env, readyTimeoutMs: 30_000, logChars: 10_000 });
+    log(
+      `bench: ${store}${GROWTH ? ' (growth)' : ''}${SMOKE ? ' (smoke)' : ''} · ${CONNECTIONS} connections · ${DURATION} s per row · ${pinned ? 'pinned' : 'not pinned'}`,
+    );
+    await cli(['migrate'], env);
+    let growth: string | undefined;
+    if (GROWTH) {
+      const t0 = Date.now();
+      growth = await seedGrowth(
+        postgresUrl ? { kind: 'postgres', url: postgresUrl, schema: storeHandle.schema as string } : { kind: 'sqlite', file: join(tmp, 'bench.sqlite') },
+        log,
+      );
+      growth += ` (seeded in ${Math.round((Date.now() - t0) / 1000)} s)`;
+    }
+    server = startServer({ env, readyTimeoutMs: 60_000, logChars: 10_000 });
     const base = await server.ready.catch((err: Error) => {
       throw new Error(`${err.message}:\n${server?.log()}`);
     });
     const pid = server.pid;
+    const serverPinned = pin(pid, SERVER_CPU);
+    const memStart = memory(pid).rss;
+    const rawPort = await freePort();
+    raw = await startRaw(rawPort);
+    const rawPinned = pin(raw.pid as number, SERVER_CPU);
+    const rawTarget: Target = { base: `http://127.0.0.1:${rawPort}`, pid: raw.pid as number };
+    const svc: Target = { base, pid };
 
-    // Seed: merchants with enough money for every transfer, their tokens, warehouses (the first
-    // merchant, whose token the read scenarios use, has WAREHOUSES of them).
+    // Seed: merchants with enough money for every transfer, their tokens, warehouses (the first merchant,
+    // whose token the read rows use, has WAREHOUSES of them).
     interface Seeded {
       auth: Record<string, string>;
       json: Record<string, string>;
       warehouseId: string;
+      clientId: string;
+      clientSecret: string;
     }
     const merchants: Seeded[] = [];
     for (let m = 0; m < MERCHANTS; m++) {
@@ -419,160 +618,233 @@ async function main(): Promise<void> {
       const warehouseIds: string[] = [];
       for (let i = 0; i < (m === 0 ? WAREHOUSES : 1); i++) warehouseIds.push((await http(base, 'POST', '/warehouses', warehouseBody(i), token)).id);
       const auth = { authorization: `Bearer ${token}` };
-      merchants.push({ auth, json: { ...auth, 'content-type': 'application/json' }, warehouseId: warehouseIds[0] });
+      merchants.push({
+        auth,
+        json: { ...auth, 'content-type': 'application/json' },
+        warehouseId: warehouseIds[0],
+        clientId: created.clientId,
+        clientSecret: created.clientSecret,
+      });
     }
-    const [{ auth, warehouseId }] = merchants;
+    const [first] = merchants;
+    const { auth, warehouseId } = first;
 
-    // Pending quotes for the transfer scenarios, with the merchant each belongs to.
+    // Pending quotes for the transfer rows, with the merchant each belongs to; transfers made, for the reads and cancels.
     const quotes: { id: string; merchant: Seeded }[] = [];
+    const transfers: { id: string; merchant: Seeded }[] = [];
     let nextMerchant = 0;
+    const optionsRequest = (req: any, context: Record<string, any>) => {
+      const merchant = merchants[nextMerchant++ % merchants.length];
+      context.merchant = merchant;
+      return { ...req, method: 'POST', path: '/options', headers: merchant.json, body: quoteBody(merchant.warehouseId) };
+    };
+    const onQuote = (status: number, body: string, context: Record<string, any>) => {
+      if (status === 201) quotes.push({ id: JSON.parse(body).id, merchant: context.merchant });
+    };
+    const transferRequest = (idempotent: boolean) => (req: any, context: Record<string, any>) => {
+      const quote = quotes.pop() ?? { id: randomUUID(), merchant: first }; // none left: a 404, counted as unexpected
+      context.merchant = quote.merchant;
+      const headers = quote.merchant.json;
+      return {
+        ...req,
+        method: 'POST',
+        path: '/transfer',
+        body: transferBody(quote.id),
+        headers: idempotent ? { ...headers, 'idempotency-key': randomUUID() } : headers,
+      };
+    };
+    const onTransfer = (status: number, body: string, context: Record<string, any>) => {
+      if (status === 201) transfers.push({ id: JSON.parse(body).id, merchant: context.merchant });
+    };
     const options: Scenario = {
       key: 'options',
       title: 'POST /options',
-      what: 'auth + warehouse read + tariff + pricing + insert of the quote',
       expect: 201,
-      request: {
-        method: 'POST',
-        path: '/options',
-        setupRequest: (req, context) => {
-          const merchant = merchants[nextMerchant++ % merchants.length];
-          context.merchant = merchant;
-          return { ...req, headers: merchant.json, body: quoteBody(merchant.warehouseId) };
-        },
-        onResponse: (status, body, context) => {
-          if (status === 201) quotes.push({ id: JSON.parse(body).id, merchant: context.merchant });
-        },
-      },
+      request: { method: 'POST', path: '/options', setupRequest: optionsRequest, onResponse: onQuote },
     };
     const transfer = (idempotent: boolean): Scenario => ({
       key: idempotent ? 'transfer-idempotent' : 'transfer',
       title: idempotent ? 'POST /transfer + Idempotency-Key' : 'POST /transfer',
-      what: 'the money transaction: consume the quote, debit, ledger entry, insert the transfer',
       expect: 201,
-      request: {
-        method: 'POST',
-        path: '/transfer',
-        setupRequest: (req) => {
-          const quote = quotes.pop() ?? { id: randomUUID(), merchant: merchants[0] }; // none left: a 404, counted as unexpected
-          const headers = quote.merchant.json;
-          return { ...req, body: transferBody(quote.id), headers: idempotent ? { ...headers, 'idempotency-key': randomUUID() } : headers };
-        },
-      },
+      request: { method: 'POST', path: '/transfer', setupRequest: transferRequest(idempotent), onResponse: onTransfer },
     });
-    const healthz: Scenario = {
-      key: 'healthz',
-      title: 'GET /healthz (baseline)',
-      what: 'no auth, no database',
-      expect: 200,
-      request: { method: 'GET', path: '/healthz' },
-    };
-    const scenarios: Scenario[] = [
+    const rawRow: Scenario = { key: 'raw', title: 'raw node:http hello world (baseline)', expect: 200, raw: true, request: { method: 'GET', path: '/' } };
+    const healthz: Scenario = { key: 'healthz', title: 'GET /healthz', expect: 200, request: { method: 'GET', path: '/healthz' } };
+    const reads: Scenario[] = [
+      healthz,
       {
         key: 'no-token',
-        title: 'GET /warehouses/not-a-uuid, no token (401)',
-        what: 'the auth hook finds no bearer token: an error answer (problem+json), no token check, no database',
+        title: 'GET /warehouses/{id}, no token (401)',
         expect: 401,
-        request: { method: 'GET', path: '/warehouses/not-a-uuid' },
+        request: { method: 'GET', path: `/warehouses/${warehouseId}` },
       },
       {
         key: 'auth-only',
         title: 'GET /warehouses/not-a-uuid, valid token (400)',
-        what: 'token verified, then the path parameter is refused: 400, no database',
         expect: 400,
         request: { method: 'GET', path: '/warehouses/not-a-uuid', headers: auth },
       },
-      {
-        key: 'warehouse-get',
-        title: 'GET /warehouses/{id}',
-        what: 'auth + one indexed read',
-        expect: 200,
-        request: { method: 'GET', path: `/warehouses/${warehouseId}`, headers: auth },
-      },
+      { key: 'warehouse-get', title: 'GET /warehouses/{id}', expect: 200, request: { method: 'GET', path: `/warehouses/${warehouseId}`, headers: auth } },
       {
         key: 'warehouse-list',
-        title: `GET /warehouses (${WAREHOUSES} warehouses)`,
-        what: 'auth + one range read + serialising the array',
+        title: `GET /warehouses (${WAREHOUSES} items)`,
         expect: 200,
         request: { method: 'GET', path: '/warehouses', headers: auth },
       },
-      options,
     ];
 
-    // Warm up (JIT, connection pool, SQLite page cache); its quotes join the pool.
-    log('warm-up');
-    for (const s of [healthz, ...scenarios]) await load(base, pid, s, 1);
-
-    const memBefore = memory(pid);
     const rows: Measured[] = [];
     const probes: Measured[] = [];
     const probe = async () => {
-      probes.push(await load(base, pid, healthz, 1));
+      probes.push(await load(rawTarget, rawRow, PROBE_SECONDS));
     };
     const run = async (s: Scenario) => {
       await probe();
-      const m = await load(base, pid, s);
-      log(`  ${s.title.padEnd(42)} ${Math.round(m.rps).toString().padStart(6)} req/s  p50 ${f2(m.p50)} ms  p99 ${f2(m.p99)} ms`);
+      const m = await load(s.raw ? rawTarget : svc, s);
+      log(`  ${s.title.padEnd(46)} ${Math.round(m.rps).toString().padStart(6)} req/s  p50 ${f2(m.p50)} ms  p99 ${f2(m.p99)} ms`);
       rows.push(m);
       return m;
     };
-    log('measuring');
-    await run(healthz);
-    const fsyncs: number[] = [];
-    for (const s of scenarios) {
-      if (s === options) fsyncs.push(fsyncsPerSecond(tmp));
-      await run(s);
-    }
-
-    // Every transfer needs its own pending quote. Top the pool up to enough for one full run at the
-    // POST /options rate (a transfer does more work than a quote), then let the run consume them.
-    const optionsRps = rows.find((m) => m.scenario.key === 'options')?.rps ?? 100;
-    const need = Math.ceil(optionsRps * DURATION * 1.3);
-    for (const idempotent of [false, true]) {
+    const topUpQuotes = async (need: number) => {
       if (quotes.length < need) {
         log(`  (pre-creating ${need - quotes.length} quotes)`);
-        await load(base, pid, { ...options, key: 'seed', amount: need - quotes.length }, DURATION * 3);
+        await load(svc, { ...options, key: 'seed', amount: need - quotes.length }, 120);
       }
+    };
+
+    // Warm up (JIT, connection pool, SQLite page cache); its quotes join the pool.
+    log('warm-up');
+    for (const s of [...reads, options]) await load(svc, s, SMOKE ? 0.5 : 1);
+    await load(rawTarget, rawRow, SMOKE ? 0.5 : 1);
+    const memBefore = memory(pid);
+
+    log('measuring');
+    await run(rawRow);
+    for (const s of reads) await run(s);
+    const fsyncs = [fsyncsPerSecond(tmp)];
+    const commits = [await durableCommitsPerSecond(tmp)];
+    const optionsRow = await run(options);
+
+    // Every transfer needs its own pending quote: enough for one full row at the POST /options rate (a
+    // transfer does more work than a quote), then the row consumes them.
+    const need = Math.ceil(optionsRow.rps * DURATION * 1.3);
+    for (const idempotent of [false, true]) {
+      await topUpQuotes(need);
       await run({ ...transfer(idempotent), amount: quotes.length });
     }
+    const someTransfer = transfers[0];
+    await run({
+      key: 'transfer-get',
+      title: 'GET /transfer/{id}',
+      expect: 200,
+      request: { method: 'GET', path: `/transfer/${someTransfer.id}`, headers: someTransfer.merchant.auth },
+    });
+    await run({ key: 'transfer-list', title: 'GET /transfer (50 newest)', expect: 200, request: { method: 'GET', path: '/transfer?limit=50', headers: auth } });
+    // Cancels consume transfers that are still in progress: every one made so far except the one read above.
+    const cancellable = transfers.splice(1);
+    await run({
+      key: 'cancel',
+      title: 'POST /transfer/{id}/cancel',
+      expect: 200,
+      amount: cancellable.length,
+      request: {
+        method: 'POST',
+        path: '/transfer/x/cancel',
+        setupRequest: (req) => {
+          const t = cancellable.pop() ?? { id: randomUUID(), merchant: first };
+          return { ...req, path: `/transfer/${t.id}/cancel`, headers: t.merchant.json, body: '{"reason":"CUSTOMER_REQUESTED"}' };
+        },
+      },
+    });
     fsyncs.push(fsyncsPerSecond(tmp));
-    const last = await run(healthz);
-    last.scenario = { ...healthz, title: 'GET /healthz (again at the end)' };
+    commits.push(await durableCommitsPerSecond(tmp));
+    const tokenBody = `grant_type=client_credentials&client_id=${encodeURIComponent(first.clientId)}&client_secret=${encodeURIComponent(first.clientSecret)}`;
+    await run({
+      key: 'token',
+      title: 'POST /auth/token',
+      expect: 200,
+      connections: TOKEN_CONNECTIONS,
+      request: { method: 'POST', path: '/auth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: tokenBody },
+    });
+
+    // The mix: 80 % reads (four kinds), 15 % quotes, 5 % transfers, over MIX_DURATION seconds.
+    await topUpQuotes(Math.ceil(optionsRow.rps * MIX_DURATION * 0.1) + CONNECTIONS);
+    let turn = 0;
+    const readPaths = [`/warehouses/${warehouseId}`, '/warehouses?limit=10', `/transfer/${someTransfer.id}`, '/transfer?limit=10'];
+    await run({
+      key: 'mix',
+      title: `mix: 80 % reads, 15 % POST /options, 5 % POST /transfer (${MIX_DURATION} s)`,
+      expect: [200, 201],
+      seconds: MIX_DURATION,
+      request: {
+        method: 'GET',
+        path: '/',
+        setupRequest: (req, context) => {
+          const k = turn++ % 20;
+          if (k < 16) {
+            context.kind = 'read';
+            const path = readPaths[k % 4];
+            return { ...req, method: 'GET', path, headers: path.startsWith('/transfer') ? someTransfer.merchant.auth : auth, body: undefined };
+          }
+          if (k < 19) {
+            context.kind = 'options';
+            return optionsRequest(req, context);
+          }
+          context.kind = 'transfer';
+          return transferRequest(false)(req, context);
+        },
+        onResponse: (status, body, context) => {
+          if (context.kind === 'options') onQuote(status, body, context);
+        },
+      },
+    });
     await probe();
-    const memAfter = memory(pid);
+    const memAfterMix = memory(pid);
+    const plans = GROWTH ? await queryPlans(storeHandle, tmp) : undefined;
 
     await server.stop(5000);
     server = undefined;
-    log('token micro-benchmark');
-    const micro = await benchTokens();
+    await stopProcess(raw);
+    raw = undefined;
+    let micro: MicroResult[] = [];
+    if (!SMOKE) {
+      log('token micro-benchmark');
+      micro = await benchTokens();
+    }
 
     const report: Report = {
       date: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
-      store,
       storeDescribe: storeHandle.describe,
       node: process.version,
-      cpus: availableParallelism(),
+      cpus: CPUS,
+      pinned: pinned && serverPinned && rawPinned,
       loadBefore,
       rows,
       probes,
+      memStart,
       memBefore,
-      memAfter,
+      memAfterMix,
       micro,
       fsyncs,
+      commits,
+      growth,
+      plans,
     };
-    const section = render(report);
-    process.stdout.write(`\n${section}\n`);
-    if (!args['no-write']) {
-      writeResults(store, section);
+    const text = render(report);
+    process.stdout.write(`\n${text}\n`);
+    if (WRITE) {
+      writeResults(section, text);
       log(`wrote ${RESULTS}`);
     }
     log(`done in ${Math.round((Date.now() - startedAt) / 1000)} s`);
     const broken = rows.filter((m) => Object.keys(m.unexpected).length > 0 || m.errors > 0);
     if (broken.length) {
-      log(`WARNING: unexpected answers in ${broken.map((m) => m.scenario.title).join(', ')}`);
+      log(`unexpected answers in ${broken.map((m) => m.scenario.title).join(', ')}`);
       process.exitCode = 1;
     }
   } finally {
     await server?.stop(5000);
+    await stopProcess(raw);
     await storeHandle?.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }

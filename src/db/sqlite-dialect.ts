@@ -1,10 +1,39 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { CompiledQuery, type DatabaseConnection, type Driver, SqliteDialect, SqliteDriver } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type QueryCompiler,
+  type QueryResult,
+  SelectQueryNode,
+  SqliteAdapter,
+  SqliteDialect,
+  type TransactionSettings,
+} from 'kysely';
 
 /**
- * Kysely's SQLite dialect speaks the better-sqlite3 interface; node:sqlite needs a thin adapter
- * (no native build). Writes use BEGIN IMMEDIATE so that two processes on one file (the server and
- * the operator CLI) queue on the write lock instead of failing with SQLITE_BUSY halfway through.
+ * Kysely over node:sqlite (no native build), with group commit.
+ *
+ * Every commit in WAL mode with synchronous=FULL waits for an fsync, and node:sqlite waits on the event
+ * loop: committing once per request caps writes at the disk's sync rate whatever the CPU could do. So
+ * write work is batched into one durable commit:
+ *
+ * - One writer connection. The first write opens a batch (BEGIN IMMEDIATE, which also queues behind
+ *   other processes on the file, the operator CLI, instead of failing halfway through).
+ * - Each transaction (Kysely's `db.transaction()`, i.e. `inTransaction`) runs inside the batch in its own
+ *   SAVEPOINT: its refusal (ROLLBACK TO) undoes its own part only; its success RELEASEs the savepoint.
+ *   Transactions still run one at a time (a FIFO lock on the connection), so each sees the ones before
+ *   it exactly as if they had committed: serial execution, as before.
+ * - The batch COMMITs in a setImmediate after it opened: once this turn of the event loop has run every
+ *   request that was ready, whatever joined the batch becomes durable in one fsync.
+ * - Nothing is answered before the commit that contains it is on disk: releasing the connection after a
+ *   transaction (committed or refused) or after any statement run while a batch is open waits for that
+ *   batch's COMMIT. If the COMMIT fails, or a statement's error aborted the whole SQL transaction, every
+ *   caller in the batch gets that error: none of their work happened.
+ * - A read outside any transaction while no batch is open runs directly (it sees committed data only).
+ *
+ * kill -9 at any point loses only batches whose COMMIT had not returned, and none of their answers had
+ * been sent. No durability setting changes.
  */
 export function openSqlite(path: string): DatabaseSync {
   const db = new DatabaseSync(path);
@@ -16,48 +45,269 @@ export function openSqlite(path: string): DatabaseSync {
   return db;
 }
 
-class NodeSqliteAdapter {
-  readonly #db: DatabaseSync;
-  readonly #cache = new Map<string, { stmt: StatementSync; reader: boolean }>();
-  constructor(db: DatabaseSync) {
-    this.#db = db;
-  }
-  close(): void {
-    this.#cache.clear();
-    if (this.#db.isOpen) this.#db.close();
-  }
-  prepare(sql: string) {
-    let entry = this.#cache.get(sql);
-    if (!entry) {
-      const stmt = this.#db.prepare(sql);
-      entry = { stmt, reader: stmt.columns().length > 0 };
-      if (this.#cache.size > 500) this.#cache.clear(); // bounded: queries are built from a fixed set of shapes
-      this.#cache.set(sql, entry);
+/** A FIFO lock: the batch's COMMIT takes its turn after the transactions that queued before it. */
+class FifoLock {
+  #held = false;
+  readonly #waiters: Array<() => void> = [];
+  acquire(): Promise<void> | undefined {
+    if (!this.#held) {
+      this.#held = true;
+      return undefined;
     }
-    const { stmt, reader } = entry;
-    return {
-      reader,
-      all: (params: ReadonlyArray<unknown>) => stmt.all(...(params as never[])),
-      run: (params: ReadonlyArray<unknown>) => stmt.run(...(params as never[])),
-      iterate: (params: ReadonlyArray<unknown>) => stmt.iterate(...(params as never[])),
-    };
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+  release(): void {
+    const next = this.#waiters.shift();
+    if (next) next();
+    else this.#held = false;
   }
 }
 
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+interface Batch {
+  /** Resolves once COMMIT has returned (the batch is on disk); rejects if it did not commit. */
+  done: Promise<void>;
+  resolve(): void;
+  reject(err: unknown): void;
+  failed?: unknown;
+  jobs: number;
+}
+
+function newBatch(): Batch {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const done = new Promise<void>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  done.catch(() => {}); // every waiter gets the error through its own await; never unhandled
+  return { done, resolve, reject, jobs: 0 };
+}
+
+const JOB_SAVEPOINT = 'mds_job';
+/** Statements that change nothing: outside a transaction they never open a batch. */
+const READ_ONLY = /^\s*(select|explain|pragma|values)\b/i;
+
+class GroupCommitConnection implements DatabaseConnection {
+  readonly db: DatabaseSync;
+  readonly #cache = new Map<string, { stmt: StatementSync; reader: boolean; writes: boolean }>();
+  readonly #driver: GroupCommitSqliteDriver;
+  /** Inside a transaction (between begin and commit/rollback). */
+  inJob = false;
+  /** The batch the current holder's work belongs to: released only after it commits. */
+  waitFor: Batch | undefined;
+  constructor(db: DatabaseSync, driver: GroupCommitSqliteDriver) {
+    this.db = db;
+    this.#driver = driver;
+  }
+
+  #prepare(sql: string) {
+    let entry = this.#cache.get(sql);
+    if (!entry) {
+      const stmt = this.db.prepare(sql);
+      entry = { stmt, reader: stmt.columns().length > 0, writes: !READ_ONLY.test(sql) };
+      if (this.#cache.size > 500) this.#cache.clear(); // bounded: queries are built from a fixed set of shapes
+      this.#cache.set(sql, entry);
+    }
+    return entry;
+  }
+
+  /** Runs one statement as is (no batching decisions): the driver's own BEGIN/SAVEPOINT/COMMIT. */
+  exec(sql: string): void {
+    this.#prepare(sql).stmt.run();
+  }
+
+  async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const { sql, parameters } = compiledQuery;
+    const { stmt, reader, writes } = this.#prepare(sql);
+    if (!this.inJob) {
+      // Outside a transaction: a write joins (or opens) the batch; a read joins an open batch (it could see
+      // its uncommitted work), else runs on its own against committed data.
+      const batch = writes ? this.#driver.openBatch(this) : this.#driver.currentBatch;
+      if (batch) {
+        batch.jobs++;
+        this.waitFor = batch;
+      }
+    }
+    try {
+      if (reader) return { rows: stmt.all(...(parameters as never[])) as R[] };
+      const { changes, lastInsertRowid } = stmt.run(...(parameters as never[]));
+      return { insertId: BigInt(lastInsertRowid), numAffectedRows: BigInt(changes), rows: [] };
+    } catch (err) {
+      this.#driver.checkBatchAlive(this, err);
+      throw err;
+    }
+  }
+
+  async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    if (!SelectQueryNode.is(compiledQuery.query)) throw new Error('Sqlite driver only supports streaming of select queries');
+    const batch = this.inJob ? undefined : this.#driver.currentBatch;
+    if (batch) this.waitFor = batch;
+    for (const row of this.#prepare(compiledQuery.sql).stmt.iterate(...(compiledQuery.parameters as never[]))) yield { rows: [row as R] };
+  }
+
+  clearCache(): void {
+    this.#cache.clear();
+  }
+}
+
+export class GroupCommitSqliteDriver implements Driver {
+  readonly #db: DatabaseSync;
+  readonly #lock = new FifoLock();
+  readonly #connection: GroupCommitConnection;
+  #batch: Batch | undefined;
+  /** Commits made and requests they carried (for tests and diagnostics). */
+  readonly stats = { commits: 0, jobs: 0 };
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+    this.#connection = new GroupCommitConnection(db, this);
+  }
+
+  get currentBatch(): Batch | undefined {
+    return this.#batch;
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    await this.#lock.acquire();
+    return this.#connection;
+  }
+
+  async releaseConnection(): Promise<void> {
+    const conn = this.#connection;
+    const batch = conn.waitFor;
+    conn.waitFor = undefined;
+    conn.inJob = false;
+    this.#lock.release();
+    if (batch) await batch.done; // the answer waits for the commit that contains its work
+  }
+
+  /** The open batch, opening one (BEGIN IMMEDIATE, COMMIT scheduled) if none is. Called with the lock held. */
+  openBatch(conn: GroupCommitConnection): Batch {
+    if (this.#batch) return this.#batch;
+    conn.exec('BEGIN IMMEDIATE'); // throws SQLITE_BUSY after busy_timeout: nothing opened, the caller retries
+    const batch = newBatch();
+    this.#batch = batch;
+    setImmediate(() => void this.#commit(batch));
+    return batch;
+  }
+
+  /** After a failed statement inside a batch: if SQLite rolled the whole transaction back, the batch is lost. */
+  checkBatchAlive(_conn: GroupCommitConnection, err: unknown): void {
+    const batch = this.#batch;
+    if (batch && !this.#db.isTransaction) this.#fail(batch, err);
+  }
+
+  #fail(batch: Batch, err: unknown): void {
+    if (this.#batch === batch) this.#batch = undefined;
+    if (batch.failed === undefined) batch.failed = err ?? new Error('the batch was rolled back');
+    batch.reject(batch.failed);
+  }
+
+  async #commit(batch: Batch): Promise<void> {
+    await this.#lock.acquire();
+    try {
+      if (this.#batch !== batch) return; // already failed
+      this.#batch = undefined;
+      try {
+        this.#connection.exec('COMMIT');
+        this.stats.commits++;
+        this.stats.jobs += batch.jobs;
+        batch.resolve();
+      } catch (err) {
+        try {
+          if (this.#db.isTransaction) this.#connection.exec('ROLLBACK');
+        } catch {}
+        this.#fail(batch, err);
+      }
+    } finally {
+      this.#lock.release();
+    }
+  }
+
+  async beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings): Promise<void> {
+    const conn = connection as GroupCommitConnection;
+    const batch = this.openBatch(conn);
+    conn.exec(`SAVEPOINT ${JOB_SAVEPOINT}`);
+    batch.jobs++;
+    conn.inJob = true;
+    conn.waitFor = batch;
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    const conn = connection as GroupCommitConnection;
+    try {
+      conn.exec(`RELEASE ${JOB_SAVEPOINT}`);
+    } catch (err) {
+      this.checkBatchAlive(conn, err);
+      throw err;
+    } finally {
+      conn.inJob = false;
+    }
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    const conn = connection as GroupCommitConnection;
+    conn.inJob = false;
+    const batch = conn.waitFor;
+    if (!this.#db.isTransaction) {
+      // A statement's error already rolled the whole SQL transaction back: the batch is lost with it.
+      if (batch) this.#fail(batch, batch.failed ?? new Error('the SQLite transaction was rolled back'));
+      return;
+    }
+    // Only this transaction's part; the others in the batch stay. Its refusal is still answered after the
+    // COMMIT (conn.waitFor): it may rest on their uncommitted work (a quote they consumed).
+    conn.exec(`ROLLBACK TO ${JOB_SAVEPOINT}`);
+    conn.exec(`RELEASE ${JOB_SAVEPOINT}`);
+  }
+
+  async savepoint(connection: DatabaseConnection, name: string, compileQuery: QueryCompiler['compileQuery']): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`savepoint ${quoteName(name)}`));
+    void compileQuery;
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`rollback to ${quoteName(name)}`));
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`release ${quoteName(name)}`));
+  }
+
+  async destroy(): Promise<void> {
+    // Let an open batch commit (its callers are waiting for it), then close.
+    const pending = this.#batch;
+    if (pending) await this.#commit(pending);
+    await this.#lock.acquire();
+    try {
+      this.#connection.clearCache();
+      if (this.#db.isOpen) this.#db.close();
+    } finally {
+      this.#lock.release();
+    }
+  }
+}
+
+const quoteName = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** SQLite's adapter, minus Kysely's own connection mutex: the driver locks (and waits for commits) itself. */
+class GroupCommitSqliteAdapter extends SqliteAdapter {
+  override get supportsMultipleConnections(): boolean {
+    return true;
   }
 }
 
 export class NodeSqliteDialect extends SqliteDialect {
-  readonly #adapter: NodeSqliteAdapter;
+  readonly #db: DatabaseSync;
   constructor(db: DatabaseSync) {
-    const adapter = new NodeSqliteAdapter(db);
-    super({ database: adapter });
-    this.#adapter = adapter;
+    super({ database: {} as never });
+    this.#db = db;
   }
   override createDriver(): Driver {
-    return new ImmediateSqliteDriver({ database: this.#adapter });
+    return new GroupCommitSqliteDriver(this.#db);
+  }
+  override createAdapter(): SqliteAdapter {
+    return new GroupCommitSqliteAdapter();
   }
 }

@@ -113,7 +113,7 @@ export class AuthService {
         headers: { 'www-authenticate': bearerChallenge() },
       });
     }
-    const result = await this.#o.signer.verify(m[1]);
+    const result = this.#o.signer.verifySync(m[1]); // synchronous: no thread-pool hop per request
     if (!result.ok) {
       if (result.reason === 'expired') {
         throw tokenError('ACCESS_TOKEN_EXPIRED', 'The access token has expired; obtain a new one and retry once');

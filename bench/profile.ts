@@ -1,0 +1,86 @@
+// `node bench/profile.ts ROW [seconds] [out.cpuprofile]`: one endpoint in process through app.inject (no sockets),
+// SQLite in a temp dir, LOG_LEVEL=warn; a CPU profile of the load phase only (node:inspector) goes to out.cpuprofile.
+// ROW: warehouse-get | warehouse-list | options | transfer | transfer-get | transfer-list
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildApp } from '../src/app.ts';
+import { loadConfig, parseSigningKeys } from '../src/config.ts';
+import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+
+const [row = 'warehouse-list', secondsArg = '5', out = `/tmp/mds-${row}.cpuprofile`] = process.argv.slice(2);
+const KEYS = 'bench:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
+const dir = mkdtempSync(join(tmpdir(), 'mds-profile-'));
+const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'warn', TOKEN_SIGNING_KEYS: KEYS, DATABASE_URL: `sqlite:${join(dir, 'p.sqlite')}` });
+const database = openDatabase({ url: config.databaseUrl });
+await migrateToLatest(database);
+const app = await buildApp({ config, database, signingKeys: parseSigningKeys(KEYS) });
+await app.ready();
+const { credential } = await app.services.merchants.create('Profile shop', 1e12, 'live');
+const tok = await app.inject({
+  method: 'POST',
+  url: '/auth/token',
+  payload: { grant_type: 'client_credentials', client_id: credential.clientId, client_secret: credential.clientSecret },
+});
+const headers = { authorization: `Bearer ${tok.json().access_token}`, 'content-type': 'application/json' };
+const warehouses: string[] = [];
+for (let i = 0; i < 50; i++) {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/warehouses',
+    headers,
+    payload: {
+      name: `W${i}`,
+      address: `Street ${i}`,
+      contactPhone: '+7 495 000-00-00',
+      locationMetadata: { display_name: `Street ${i}`, lat: 55.75 + i / 1000, lng: 37.61, city: 'Moscow' },
+    },
+  });
+  warehouses.push(res.json().id);
+}
+const quoteBody = {
+  warehouseId: warehouses[0],
+  destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24', city: 'Moscow' },
+  parcelSize: 'SMALL',
+  deliveryType: 'DOOR_TO_DOOR',
+};
+const quote = async () => (await app.inject({ method: 'POST', url: '/options', headers, payload: quoteBody })).json().id as string;
+const transferBody = (id: string) => ({
+  matchmakingId: id,
+  productKey: 'standard',
+  description: 'p',
+  recipientInfo: { firstName: 'A', lastName: 'B', phone: '+7 900 000-00-00' },
+});
+const t0 = (await app.inject({ method: 'POST', url: '/transfer', headers, payload: transferBody(await quote()) })).json().id as string;
+for (let i = 0; i < 60; i++) await app.inject({ method: 'POST', url: '/transfer', headers, payload: transferBody(await quote()) });
+
+const requests: Record<string, () => Promise<unknown>> = {
+  'warehouse-get': () => app.inject({ method: 'GET', url: `/warehouses/${warehouses[0]}`, headers }),
+  'warehouse-list': () => app.inject({ method: 'GET', url: '/warehouses', headers }),
+  options: () => app.inject({ method: 'POST', url: '/options', headers, payload: quoteBody }),
+  transfer: async () => app.inject({ method: 'POST', url: '/transfer', headers, payload: transferBody(await quote()) }),
+  'transfer-get': () => app.inject({ method: 'GET', url: `/transfer/${t0}`, headers }),
+  'transfer-list': () => app.inject({ method: 'GET', url: '/transfer?limit=50', headers }),
+};
+const run = requests[row];
+for (let i = 0; i < 200; i++) await run(); // warm-up: lazy compilation (serializers, JIT) stays out of the profile
+const session = new Session();
+session.connect();
+await session.post('Profiler.enable');
+await session.post('Profiler.start');
+const end = performance.now() + Number(secondsArg) * 1000;
+let n = 0;
+const cpu = process.cpuUsage();
+while (performance.now() < end) {
+  await Promise.all(Array.from({ length: 10 }, run));
+  n += 10;
+}
+const used = process.cpuUsage(cpu);
+const { profile } = await session.post('Profiler.stop');
+writeFileSync(out, JSON.stringify(profile));
+console.log(`${row}: ${n} requests, ${((used.user + used.system) / n).toFixed(0)} µs CPU each (inject, in process)`);
+await app.close();
+await database.close();
+rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,102 @@
+// SQLite group commit (src/db/sqlite-dialect.ts): concurrent transactions share one durable COMMIT, each
+// in its own SAVEPOINT. A refusal undoes only its own part; nothing resolves before the commit that holds
+// it is on disk; a failure that loses the SQL transaction fails every member of the batch.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, test } from 'node:test';
+import { type Kysely, sql } from 'kysely';
+import { openDatabase } from '../src/db/database.ts';
+import { GroupCommitSqliteDriver } from '../src/db/sqlite-dialect.ts';
+import { inTransaction } from '../src/db/transaction.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'mds-group-commit-'));
+const file = join(dir, 'gc.sqlite');
+const database = openDatabase({ url: `sqlite:${file}` });
+const db = database.db as unknown as Kysely<any>;
+/** Another connection to the file: it sees committed data only. */
+const committed = () => {
+  const other = new DatabaseSync(file, { readOnly: true });
+  try {
+    return (other.prepare('select v from t order by v').all() as { v: string }[]).map((r) => r.v);
+  } finally {
+    other.close();
+  }
+};
+
+before(async () => {
+  await sql`create table t (v text primary key)`.execute(db);
+  await sql`create table poison (v text)`.execute(db);
+  // Inserting into poison aborts the whole SQL transaction, not just the statement.
+  await sql`create trigger poison_all after insert on poison begin select raise(rollback, 'poisoned'); end`.execute(db);
+});
+after(async () => {
+  await database.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const insert = (v: string) => (trx: Kysely<any>) => trx.insertInto('t').values({ v }).execute();
+
+test('concurrent transactions: one refused, the others committed, in fewer commits than transactions', async () => {
+  const results = await Promise.allSettled(
+    ['a1', 'a2', 'a3', 'refused', 'a4', 'a5'].map((v) =>
+      inTransaction(db, async (trx) => {
+        await insert(v)(trx);
+        if (v === 'refused') throw new Error('refused');
+        // Each resolves only once its commit is on disk: another connection sees it already.
+        return v;
+      }).then((v) => ({ v, seen: committed().includes(v) })),
+    ),
+  );
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+  );
+  for (const r of results) if (r.status === 'fulfilled') assert.equal(r.value.seen, true, `${r.value.v} answered before its commit`);
+  assert.deepEqual(committed(), ['a1', 'a2', 'a3', 'a4', 'a5']);
+});
+
+test('a refusal resting on another member of the batch is answered after that member committed', async () => {
+  await sql`delete from t`.execute(db);
+  const first = inTransaction(db, insert('x'));
+  const second = inTransaction(db, insert('x')); // unique violation: sees the first one's uncommitted row
+  await first;
+  await assert.rejects(second, /UNIQUE/);
+  assert.deepEqual(committed(), ['x']);
+});
+
+test('an error that loses the whole SQL transaction fails every member of the batch; the next batch works', async () => {
+  await sql`delete from t`.execute(db);
+  const results = await Promise.allSettled([
+    inTransaction(db, insert('lost1')),
+    inTransaction(db, (trx) => (trx as unknown as Kysely<any>).insertInto('poison').values({ v: 'p' }).execute()),
+    inTransaction(db, insert('lost2')),
+  ]);
+  assert.equal(results[0].status, 'rejected', 'its commit never happened: it must not succeed');
+  assert.equal(results[1].status, 'rejected');
+  // lost2 ran after the failure, in a new batch: whatever it answered is what is on disk.
+  assert.deepEqual(committed(), results[2].status === 'fulfilled' ? ['lost2'] : []);
+  await inTransaction(db, insert('after'));
+  assert.ok(committed().includes('after'));
+});
+
+test('writes outside a transaction join the batch and resolve after its commit; reads still work', async () => {
+  await sql`delete from t`.execute(db);
+  const writes = ['w1', 'w2', 'w3'].map((v) =>
+    db
+      .insertInto('t')
+      .values({ v })
+      .execute()
+      .then(() => committed().includes(v)),
+  );
+  const read = db.selectFrom('t').select('v').execute();
+  assert.deepEqual(await Promise.all(writes), [true, true, true]);
+  assert.ok((await read).length <= 3);
+  assert.deepEqual(committed(), ['w1', 'w2', 'w3']);
+});
+
+test('GroupCommitSqliteDriver is what the SQLite database uses', () => {
+  assert.ok(GroupCommitSqliteDriver);
+});
