@@ -245,7 +245,7 @@ describeEachStore(
         else assert.match(body.message, expected.message);
       }
       const listed = await mds(t, 'merchants', 'list', '--json');
-      assert.match(listed.stderr, /^mds: database \//m, 'which database a command opened, on stderr');
+      assert.match(listed.stderr, /^mds: database (\/|postgres:\/\/)\S+/m, 'which database a command opened, on stderr');
       const perCommand = await mds(t, 'merchants', 'create', '--help');
       assert.equal(perCommand.code, 0);
       assert.match(perCommand.stdout, /Usage: mds merchants create \[options\][\s\S]*--sandbox/);
