@@ -328,23 +328,6 @@ export const COMMANDS: Array<fc.Arbitrary<Command>> = [
   fc.tuple(merchant, fc.constantFrom<'ACTIVE' | 'DISABLED'>('ACTIVE', 'ACTIVE', 'ACTIVE', 'DISABLED')).map(([m, s]) => new CreateWarehouse(m, s)),
   fc.tuple(merchant, fc.nat(), fc.constantFrom<'ACTIVE' | 'DISABLED'>('ACTIVE', 'DISABLED')).map(([m, w, s]) => new SetWarehouseStatus(m, w, s)),
   fc
-    .tuple(
-      merchant,
-      fc.nat(),
-      fc.constantFrom<Distance>('near', 'near', 'near', 'mid', 'far'),
-      fc.constantFrom<'SMALL' | 'EXTRA_LARGE'>('SMALL', 'SMALL', 'SMALL', 'EXTRA_LARGE'),
-      fc.constantFrom<'DOOR_TO_DOOR' | 'CURBSIDE'>('DOOR_TO_DOOR', 'DOOR_TO_DOOR', 'CURBSIDE'),
-    )
-    .map(([m, w, d, p, t]) => new Quote(m, w, d, p, t)),
-  fc
-    .tuple(
-      merchant,
-      fc.nat(),
-      fc.constantFrom<ProductKey | 'teleport'>('standard', 'standard', 'express', 'teleport'),
-      fc.oneof({ weight: 7, arbitrary: fc.constant(false) }, { weight: 3, arbitrary: fc.constant(true) }),
-    )
-    .map(([m, q, p, f]) => new Transfer(m, q, p, f)),
-  fc
     .tuple(merchant, fc.nat(), fc.oneof({ weight: 8, arbitrary: fc.constant(false) }, { weight: 2, arbitrary: fc.constant(true) }))
     .map(([m, i, f]) => new Cancel(m, i, f)),
   fc.tuple(merchant, fc.constantFrom(1, 10_000, 50_000, 150_000)).map(([m, a]) => new TopUp(m, a)),
