@@ -57,8 +57,10 @@ export function hoistComponents<D extends Json>(document: D): D {
     return out;
   };
   const paths = walk(document.paths);
+  // The OpenAPI 3.1 webhooks (payloads we POST to merchants) share schemas with the paths (Event).
+  const webhooks = document.webhooks === undefined ? undefined : walk(document.webhooks);
   const components = (document.components ?? {}) as Json;
   const existing = (components.schemas ?? {}) as Json;
   const sorted = Object.fromEntries(Object.entries({ ...existing, ...schemas }).sort(([a], [b]) => a.localeCompare(b)));
-  return { ...document, paths, components: { ...components, schemas: sorted } };
+  return { ...document, paths, ...(webhooks === undefined ? {} : { webhooks }), components: { ...components, schemas: sorted } };
 }

@@ -8822,45 +8822,7 @@ export interface operations {
                      * @example 2026-11-21T10:00:00.000Z
                      */
                     timestamp: string;
-                    data: {
-                        /**
-                         * Format: uuid
-                         * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
-                         */
-                        id: string;
-                        /**
-                         * @description What happened
-                         * @enum {string}
-                         */
-                        type: "quote.created" | "transfer.created" | "transfer.courier_assigned" | "transfer.courier_released" | "transfer.picked_up" | "transfer.delivered" | "transfer.delivery_failed" | "transfer.returned" | "transfer.cancelled";
-                        /**
-                         * Format: uuid
-                         * @description The transfer (for quote.created: the transfer_id the quote announced)
-                         */
-                        transferId: string;
-                        /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
-                        sequence: number;
-                        /** @description Global position across all events (ascending in the order they were written) */
-                        position: number;
-                        /** @description The transfer state after the event (null for quote.created) */
-                        state: ("inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled") | null;
-                        /**
-                         * Format: date-time
-                         * @example 2026-11-21T10:00:00.000Z
-                         */
-                        occurredAt: string;
-                        actor: {
-                            /**
-                             * @description Who made the change
-                             * @enum {string}
-                             */
-                            type: "merchant" | "courier" | "operator" | "system";
-                        };
-                        /** @description Details of the event; previousState on every state change */
-                        data: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    data: components["schemas"]["Event"];
                 };
             };
         };
