@@ -43,7 +43,7 @@ export interface KillFigures {
 }
 
 export interface Acknowledged {
-  transfers: Map<string, { priceMinor: number; body: unknown | undefined }>;
+  transfers: Map<string, { priceMinor: number; body: unknown | undefined; maybeCancelled?: boolean }>;
   /** Transfers whose cancel was answered 200 (their whole price refunded: no courier in this load). */
   cancelled: Set<string>;
   warehouses: Set<string>;
@@ -94,9 +94,12 @@ export const REQUEST_KINDS: RequestKind[] = [
       if (open.length === 0) return true;
       const id = open[Math.floor(ctx.rand() * open.length)];
       const res = await ctx.call(() => ctx.client.request('POST', `/transfer/${id}/cancel`, { body: { reason: 'OTHER' } }));
-      if (res.status === 0) return false;
-      // 409: an earlier cancel of this transfer committed but its answer was cut by a kill.
       const entry = ctx.acknowledged.transfers.get(id)!;
+      if (res.status === 0) {
+        entry.maybeCancelled = true; // cut by a kill: it may have committed; the read-back accepts either state
+        return false;
+      }
+      // 409: another worker's cancel of it won, or an earlier cancel committed but its answer was cut by a kill.
       if (res.status === 409) {
         assert.deepEqual([res.body.type, res.body.state], ['TRANSFER_NOT_CANCELLABLE', 'cancelled']);
         entry.body = undefined; // its cancelled form was never answered: the read-back checks the state only
@@ -250,10 +253,12 @@ export async function killFamily(storeName: StoreName, seeds: number, firstSeed:
 
     // Every acknowledged transfer reads back exactly as it was last answered (created, or cancelled).
     const client = new ApiClient(server.url, token);
-    for (const [id, { body }] of acknowledged.transfers) {
+    for (const [id, { body, maybeCancelled }] of acknowledged.transfers) {
       const res = await client.request('GET', `/transfer/${id}`);
       assert.equal(res.status, 200);
       if (body === undefined) assert.equal(res.body.state, 'cancelled');
+      else if (maybeCancelled && res.body.state === 'cancelled')
+        assert.equal(res.body.id, id); // its cancel committed, the answer was cut
       else assert.deepEqual(res.body, body);
     }
     figures.acknowledgedTransfers = acknowledged.transfers.size;

@@ -125,7 +125,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         params: EndpointParams,
         response: {
           204: { type: 'null', description: 'Deleted' },
-          ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND'], badId),
+          ...errorResponses([...BODY_ERRORS, ...AUTH_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND'], badId),
         },
       },
     },
@@ -152,7 +152,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
             ...ENDPOINT_WITH_SECRET_EXAMPLE,
             previousSecretExpiresAt: '2026-11-22T10:00:00.000Z',
           }),
-          ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, ...IDEMPOTENCY_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND'], badId),
+          ...errorResponses([...BODY_ERRORS, ...AUTH_ERRORS, ...IDEMPOTENCY_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND'], badId),
         },
       },
     },
@@ -172,7 +172,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         headers: IdempotencyHeader,
         response: {
           202: json(Queued, 'Queued', { queued: 1, webhookId: '01a2005e-5a8d-7f9b-8c7d-0b1c2d3e4f5a' }),
-          ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, ...IDEMPOTENCY_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND', 'WEBHOOK_ENDPOINT_DISABLED'], badId),
+          ...errorResponses([...BODY_ERRORS, ...AUTH_ERRORS, ...IDEMPOTENCY_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND', 'WEBHOOK_ENDPOINT_DISABLED'], badId),
         },
       },
     },

@@ -5194,6 +5194,36 @@ export interface operations {
                     };
                 };
             };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
@@ -5382,6 +5412,36 @@ export interface operations {
                     };
                 };
             };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
@@ -5548,6 +5608,36 @@ export interface operations {
                          * @enum {string}
                          */
                         type?: "IDEMPOTENCY_KEY_IN_USE" | "WEBHOOK_ENDPOINT_DISABLED";
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "UNSUPPORTED_MEDIA_TYPE";
                     };
                 };
             };
