@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
+import { ARTIFACTS, browserSkip, launchChromium } from './helpers/browser.ts';
 import { documentedOperations, loadOpenApi } from './helpers/contract.ts';
 
 /**
@@ -13,37 +14,16 @@ import { documentedOperations, loadOpenApi } from './helpers/contract.ts';
  * Without it the test is skipped, unless REQUIRE_BROWSER=1 (CI sets it), where a missing browser is a failure.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const ARTIFACTS = resolve(import.meta.dirname, '..', 'artifacts');
-const HAVE_BROWSER = existsSync(CHROMIUM);
-const REQUIRE_BROWSER = process.env.REQUIRE_BROWSER === '1';
-const SKIP =
-  !HAVE_BROWSER && !REQUIRE_BROWSER
-    ? `no Chromium at ${CHROMIUM}: install it (apt-get install -y chromium) to run the docs page test; REQUIRE_BROWSER=1 makes this a failure`
-    : false;
-
-const LAUNCH_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+const SKIP = browserSkip('docs page');
 
 describe('the docs page in headless Chromium', { skip: SKIP }, () => {
   let t: TestApp;
   let browser: Browser;
   let base: string;
   before(async () => {
-    if (!HAVE_BROWSER) {
-      assert.fail(`REQUIRE_BROWSER=1 but there is no Chromium at ${CHROMIUM}: install it with apt-get install -y chromium`);
-    }
     t = await createTestApp('sqlite');
     base = await t.listen();
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, timeout: 60_000 });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();

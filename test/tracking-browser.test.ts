@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
+import { ARTIFACTS, browserSkip, launchChromium } from './helpers/browser.ts';
 import { quote, setup, transferBody } from './helpers/flow.ts';
 import { assertNothingPrivate } from './tracking.test.ts';
 
@@ -13,31 +14,16 @@ import { assertNothingPrivate } from './tracking.test.ts';
  * to anyone but our server. Screenshots: artifacts/tracking-phone.png and artifacts/tracking-desktop.png.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const ARTIFACTS = resolve(import.meta.dirname, '..', 'artifacts');
-const HAVE_BROWSER = existsSync(CHROMIUM);
-const REQUIRE_BROWSER = process.env.REQUIRE_BROWSER === '1';
-const SKIP = !HAVE_BROWSER && !REQUIRE_BROWSER ? `no Chromium at ${CHROMIUM}: install it (apt-get install -y chromium) to run the tracking page test` : false;
-const LAUNCH_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+const SKIP = browserSkip('tracking page');
 
 describe('the tracking page in headless Chromium', { skip: SKIP }, () => {
   let t: TestApp;
   let browser: Browser;
   let base: string;
   before(async () => {
-    if (!HAVE_BROWSER) assert.fail(`REQUIRE_BROWSER=1 but there is no Chromium at ${CHROMIUM}`);
     t = await createTestApp('sqlite', { TRACKING_REFRESH_SECONDS: '1' });
     base = await t.listen();
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, timeout: 60_000 });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();

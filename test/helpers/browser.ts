@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type Browser, chromium } from 'playwright-core';
+
+/**
+ * Headless Chromium for the page tests: Debian's package (apt-get install chromium; CHROMIUM_PATH
+ * overrides /usr/bin/chromium). Without it a page test is skipped, unless REQUIRE_BROWSER=1 (CI sets
+ * it), where a missing browser is a failure.
+ */
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+export const ARTIFACTS = resolve(import.meta.dirname, '..', '..', 'artifacts');
+const HAVE_BROWSER = existsSync(CHROMIUM);
+
+/** The `skip` option of a page suite: a reason when there is no browser and none is required. */
+export const browserSkip = (what: string): string | false =>
+  !HAVE_BROWSER && process.env.REQUIRE_BROWSER !== '1'
+    ? `no Chromium at ${CHROMIUM}: install it (apt-get install -y chromium) to run the ${what} test; REQUIRE_BROWSER=1 makes this a failure`
+    : false;
+
+// Without the background-networking flags Chromium tries to reach Google's hosts, which this closed network refuses.
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export async function launchChromium(): Promise<Browser> {
+  if (!HAVE_BROWSER) assert.fail(`REQUIRE_BROWSER=1 but there is no Chromium at ${CHROMIUM}: install it with apt-get install -y chromium`);
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, timeout: 60_000 });
+}
