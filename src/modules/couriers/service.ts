@@ -1,11 +1,11 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { DB, TransferState } from '../../db/types.ts';
-import { PHONE, SINGLE_LINE } from '../../http/schemas.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { minorToNumber } from '../../lib/money.ts';
+import { PHONE, SINGLE_LINE } from '../../lib/schemas.ts';
 import { hashSecret } from '../auth/credentials-service.ts';
 import { distanceMetres } from '../tariffs/pricing.ts';
 import { nextStates } from '../transfers/lifecycle.ts';

@@ -1,7 +1,7 @@
 import { type Static, Type } from 'typebox';
 import { TRANSFER_STATES } from '../../db/types.ts';
-import { component } from '../../http/components.ts';
-import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../http/schemas.ts';
+import { component } from '../../lib/openapi-components.ts';
+import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../lib/schemas.ts';
 import { EVENT_TYPES } from '../transfers/lifecycle.ts';
 
 export const TransferStateSchema = StringEnum([...TRANSFER_STATES], {

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import { inTransaction } from '../../db/transaction.ts';
 import type { DB, Db, MerchantMode } from '../../db/types.ts';
-import { SINGLE_LINE } from '../../http/schemas.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { formatMinor } from '../../lib/money.ts';
+import { SINGLE_LINE } from '../../lib/schemas.ts';
 import type { CredentialsService, IssuedCredential } from '../auth/credentials-service.ts';
 import { type LedgerRow, type MerchantRow, merchantsRepository } from './repository.ts';
 

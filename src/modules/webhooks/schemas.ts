@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, EXAMPLE_IDS, MULTI_LINE, StringEnum, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, MULTI_LINE, StringEnum, Uuid } from '../../lib/schemas.ts';
 import { EVENT_EXAMPLES, Event } from '../events/schemas.ts';
 import { EVENT_TYPES } from '../transfers/lifecycle.ts';
 
