@@ -17,14 +17,14 @@ import { authRoutes } from './modules/auth/routes.ts';
 import { courierRoutes } from './modules/couriers/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { balanceRoutes } from './modules/merchants/routes.ts';
-import type { Metrics } from './modules/metrics/metrics.ts';
-import { registerMetrics } from './modules/metrics/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
 import { trackingRoutes } from './modules/tracking/routes.ts';
 import { transferRoutes } from './modules/transfers/routes.ts';
 import { warehouseRoutes } from './modules/warehouses/routes.ts';
 import { WEBHOOKS_DOCUMENT } from './modules/webhooks/openapi.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
+import type { Metrics } from './observability/metrics.ts';
+import { registerMetrics } from './observability/routes.ts';
 import { createServices } from './services.ts';
 
 export interface AppDeps {
