@@ -3,27 +3,28 @@ import type { DestinationStream } from 'pino';
 import type { Config, SigningKey } from './config.ts';
 import type { Database } from './db/database.ts';
 import { clientError, frameworkError, registerErrorHandling } from './http/error-handler.ts';
-import './http/fastify-types.ts';
+import './fastify-types.ts';
 import { capConnections } from './http/connections.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { REDACT_PATHS, refuseAmbiguousHeaders, refuseUnreadableBody, requestId, serializeRequest, strictJsonParser, trustHops } from './http/plumbing.ts';
 import { protect, protectCourier } from './http/protected.ts';
 import { registerRouting } from './http/routing.ts';
-import { validatorCompiler } from './http/validation.ts';
 import type { Clock } from './lib/clock.ts';
 import { systemClock } from './lib/clock.ts';
+import { validatorCompiler } from './lib/validation.ts';
 import { discoveryRoutes } from './modules/auth/discovery.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { courierRoutes } from './modules/couriers/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { balanceRoutes } from './modules/merchants/routes.ts';
-import type { Metrics } from './modules/metrics/metrics.ts';
-import { registerMetrics } from './modules/metrics/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
 import { trackingRoutes } from './modules/tracking/routes.ts';
 import { transferRoutes } from './modules/transfers/routes.ts';
 import { warehouseRoutes } from './modules/warehouses/routes.ts';
+import { WEBHOOKS_DOCUMENT } from './modules/webhooks/openapi.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
+import type { Metrics } from './observability/metrics.ts';
+import { registerMetrics } from './observability/routes.ts';
 import { createServices } from './services.ts';
 
 export interface AppDeps {
@@ -89,7 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   registerErrorHandling(app);
   if (deps.metrics) registerMetrics(app, deps.metrics, config.metricsToken);
-  await registerOpenApi(app);
+  await registerOpenApi(app, WEBHOOKS_DOCUMENT);
 
   await app.register(healthRoutes(database));
   await app.register(authRoutes);

@@ -5,10 +5,10 @@ import { type Background, startBackground } from './background/index.ts';
 import type { Config } from './config.ts';
 import { claimDatabase } from './db/backup.ts';
 import { type Database, migrateToLatest, openDatabase } from './db/database.ts';
-import { retryChannel } from './db/transaction.ts';
+import { retryChannel } from './lib/channels.ts';
 import { systemClock } from './lib/clock.ts';
 import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
-import { Metrics, startMetricsServer } from './modules/metrics/metrics.ts';
+import { Metrics, startMetricsServer } from './observability/metrics.ts';
 import { createServices } from './services.ts';
 
 export interface RunningServer {
@@ -46,7 +46,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const url = await app.listen({ port: config.port, host: config.host });
   app.log.info({ database: database.describe, dialect: database.dialect }, `ready: ${url} (API docs at ${url}/docs)`);
   const parts = { scheduler: config.schedulerEnabled, webhooks: config.webhookWorkerEnabled };
-  const background: Background | undefined = parts.scheduler || parts.webhooks ? startBackground(app.services, config, app.log, parts, metrics) : undefined;
+  const background: Background | undefined = parts.scheduler || parts.webhooks ? startBackground(app.services, config, app.log, parts) : undefined;
   const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
   if (metricsServer) app.log.info(`metrics: ${metricsServer.url}/metrics`);
 
@@ -76,7 +76,7 @@ export async function startWorker(config: Config): Promise<{ stop(): Promise<voi
   // The worker signs no tokens: no key file is needed (or created) to run it.
   const services = createServices({ config, database, clock: systemClock, signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
   const metrics = new Metrics(database);
-  const background = startBackground(services, config, log, { scheduler: true, webhooks: true }, metrics);
+  const background = startBackground(services, config, log, { scheduler: true, webhooks: true });
   const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
   log.info({ database: database.describe, ...(metricsServer ? { metrics: `${metricsServer.url}/metrics` } : {}) }, 'worker running');
   return {

@@ -1,11 +1,14 @@
+import type { Kysely } from 'kysely';
 import type { Config, SigningKey } from './config.ts';
 import type { Database } from './db/database.ts';
+import type { DB } from './db/types.ts';
 import type { Clock } from './lib/clock.ts';
-import { AuthService } from './modules/auth/auth-service.ts';
+import { AuthService, type ClientCredential } from './modules/auth/auth-service.ts';
+import { credentialsRepository } from './modules/auth/credentials-repository.ts';
 import { CredentialsService } from './modules/auth/credentials-service.ts';
 import { FailureLimiter } from './modules/auth/rate-limit.ts';
 import { TokenSigner } from './modules/auth/tokens.ts';
-import { couriersRepository } from './modules/couriers/repository.ts';
+import { COURIER_CLIENT_PREFIX, couriersRepository } from './modules/couriers/repository.ts';
 import { CouriersService } from './modules/couriers/service.ts';
 import { IdempotencyService } from './modules/idempotency/service.ts';
 import { MerchantsService } from './modules/merchants/service.ts';
@@ -39,17 +42,27 @@ export interface ServiceDeps {
   signingKeys: SigningKey[];
 }
 
+/** Courier client ids start with cou_, merchant ones with cli_: one lookup, in the right table (auth knows neither). */
+async function findClient(db: Kysely<DB>, clientId: string): Promise<ClientCredential | undefined> {
+  if (clientId.startsWith(COURIER_CLIENT_PREFIX)) {
+    const c = await couriersRepository.findByClientId(db, clientId);
+    return c && { actor: 'courier', subject: c.id, secretHash: c.secret_hash, active: c.status === 'ACTIVE' };
+  }
+  const m = await credentialsRepository.findByClientId(db, clientId);
+  return m && { actor: 'merchant', subject: m.merchant_id, secretHash: m.secret_hash, active: m.status === 'ACTIVE' };
+}
+
 /** Wires every service from config, database and clock. The HTTP app and the CLI share this. */
 export function createServices({ config, database, clock, signingKeys }: ServiceDeps): Services {
   const { db } = database;
   const windowMs = config.tokenFailureWindowSeconds * 1000;
   const auth = new AuthService({
-    db,
     clock,
     signer: new TokenSigner(signingKeys, clock, config.tokenTtlSeconds),
     cacheTtlMs: config.authCacheTtlMs,
     clientLimiter: new FailureLimiter(config.tokenFailuresPerClient, windowMs, clock),
     addressLimiter: new FailureLimiter(config.tokenFailuresPerAddress, windowMs, clock),
+    findClient: (clientId) => findClient(db, clientId),
   });
   const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId));
   const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
@@ -63,7 +76,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
   return {
     auth,
     credentials,
-    merchants: new MerchantsService(db, clock, credentials, config.currency),
+    merchants: new MerchantsService(db, clock, (merchantId, trx) => credentials.issue(merchantId, trx), config.currency),
     warehouses,
     idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours),
     tariffs,

@@ -42,7 +42,7 @@ for (const store of STORES) {
       const tr = await paidTransfer(t, m, w.id);
       await t.as(m, { method: 'POST', url: `/transfer/${tr.id}/cancel`, payload: { reason: 'OTHER' } });
       await t.as(m, { method: 'GET', url: '/warehouses/01a20058-cb4a-7657-ba2b-000000000000' });
-      const scheduler = startScheduler({ ...t.services, intervalMs: 3_600_000, log: { info() {}, error() {} }, onPass: (p) => t.metrics?.schedulerPass(p) });
+      const scheduler = startScheduler({ ...t.services, intervalMs: 3_600_000, log: { info() {}, error() {} } });
       await scheduler.runOnce();
       await scheduler.stop();
 

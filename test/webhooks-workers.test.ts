@@ -9,7 +9,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { inTransaction } from '../src/db/transaction.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
-import { eventsRepository } from '../src/modules/events/repository.ts';
+import { appendEvent } from '../src/modules/outbox/outbox.ts';
 import { WebhookDelivery } from '../src/modules/webhooks/delivery.ts';
 import { createTestApp } from './helpers/app.ts';
 import { quote, setup } from './helpers/flow.ts';
@@ -20,7 +20,7 @@ import { createStore, POSTGRES_URL, postgresOnly, STORES, type StoreName, type T
 const ARTIFACTS = resolve(import.meta.dirname, '..', 'artifacts');
 const quiet = { info() {}, error() {} };
 
-/** `count` events for the merchant, written through eventsRepository.append (the fan-out path), 100 per transaction. */
+/** `count` events for the merchant, written through the outbox's appendEvent (the fan-out path), 100 per transaction. */
 async function writeEvents(access: StoreAccess, merchantId: string, count: number): Promise<string[]> {
   const ids: string[] = [];
   const transfers = Array.from({ length: Math.ceil(count / 100) }, () => newId());
@@ -29,7 +29,7 @@ async function writeEvents(access: StoreAccess, merchantId: string, count: numbe
       for (let s = 1; s <= Math.min(100, count - ti * 100); s++) {
         const id = newId();
         ids.push(id);
-        await eventsRepository.append(trx, {
+        await appendEvent(trx, {
           id,
           merchant_id: merchantId,
           transfer_id: transferId,

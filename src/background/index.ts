@@ -1,5 +1,4 @@
 import type { Config } from '../config.ts';
-import type { Metrics } from '../modules/metrics/metrics.ts';
 import type { Services } from '../services.ts';
 import { type Logger, startScheduler } from './scheduler.ts';
 import { startWebhookWorker } from './webhook-worker.ts';
@@ -15,16 +14,8 @@ export interface BackgroundParts {
 }
 
 /** Everything that runs beside the HTTP API: `mds serve` embeds it (unless switched off), `mds worker` runs it alone. */
-export function startBackground(
-  services: Services,
-  config: Config,
-  log: Logger,
-  parts: BackgroundParts = { scheduler: true, webhooks: true },
-  metrics?: Metrics,
-): Background {
-  const scheduler = parts.scheduler
-    ? startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, log, onPass: (p) => metrics?.schedulerPass(p) })
-    : undefined;
+export function startBackground(services: Services, config: Config, log: Logger, parts: BackgroundParts = { scheduler: true, webhooks: true }): Background {
+  const scheduler = parts.scheduler ? startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, log }) : undefined;
   if (scheduler) log.info({ intervalMs: config.schedulerIntervalMs }, 'scheduler started');
   const webhooks = parts.webhooks ? startWebhookWorker({ delivery: services.webhookDelivery, pollIntervalMs: config.webhookPollIntervalMs, log }) : undefined;
   if (webhooks) log.info({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookConcurrency }, 'webhook worker started');

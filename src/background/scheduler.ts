@@ -1,3 +1,4 @@
+import { type SchedulerPass, schedulerPassed } from '../lib/channels.ts';
 import type { IdempotencyService } from '../modules/idempotency/service.ts';
 import type { QuotesService } from '../modules/quotes/service.ts';
 import type { TransfersService } from '../modules/transfers/service.ts';
@@ -7,12 +8,7 @@ export interface Logger {
   error(obj: object, msg: string): void;
 }
 
-export interface SchedulerPass {
-  cancelled: number;
-  sandboxSteps: number;
-  purgedIdempotencyKeys: number;
-  purgedQuotes: number;
-}
+export type { SchedulerPass };
 
 export interface Scheduler {
   /** One pass: cancel transfers that found no courier in time, take the sandbox courier's due steps, purge what is past retention. */
@@ -33,8 +29,6 @@ export function startScheduler(opts: {
   intervalMs: number;
   log: Logger;
   batch?: number;
-  /** Called after every pass (metrics). */
-  onPass?: (pass: SchedulerPass) => void;
 }): Scheduler {
   const batch = opts.batch ?? 100;
   let timer: NodeJS.Timeout | undefined;
@@ -50,7 +44,7 @@ export function startScheduler(opts: {
     if (cancelled > 0) opts.log.info({ cancelled }, 'cancelled transfers that found no courier in time');
     if (purgedIdempotencyKeys + purgedQuotes > 0) opts.log.info({ purgedIdempotencyKeys, purgedQuotes }, 'purged records past retention');
     const pass = { cancelled, sandboxSteps, purgedIdempotencyKeys, purgedQuotes };
-    opts.onPass?.(pass);
+    if (schedulerPassed.hasSubscribers) schedulerPassed.publish(pass); // metrics count passes
     return pass;
   };
 

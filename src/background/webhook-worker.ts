@@ -1,4 +1,4 @@
-import { eventCommitted } from '../modules/events/repository.ts';
+import { eventCommitted } from '../lib/channels.ts';
 import type { WebhookDelivery } from '../modules/webhooks/delivery.ts';
 import type { DeliveryRow } from '../modules/webhooks/repository.ts';
 import type { Logger } from './scheduler.ts';

@@ -1,6 +1,6 @@
-import { channel } from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
+import { retryChannel, type TransactionRetry } from '../lib/channels.ts';
 import type { DB, Db } from './types.ts';
 
 /**
@@ -24,9 +24,6 @@ export function afterCommit(trx: Transaction<DB>, fn: () => void): void {
   if (hooks) hooks.push(fn);
   else afterCommitHooks.set(trx, [fn]);
 }
-
-/** Every retry is published here as { attempt, code, delayMs } (the server logs it at debug level). */
-export const retryChannel = channel('mds:transaction-retry');
 
 /**
  * Runs fn in one transaction. Serialization failures and deadlocks (PostgreSQL) and a busy file
@@ -53,7 +50,8 @@ export async function inTransaction<T>(
       if (attempt >= MAX_ATTEMPTS || !isRetryable(err)) throw err;
       // Full jitter: 0..(10ms * 2^attempt), so colliding transactions spread out.
       const delayMs = Math.random() * 10 * 2 ** attempt;
-      if (retryChannel.hasSubscribers) retryChannel.publish({ attempt, code: (err as { code?: string }).code, delayMs: Math.round(delayMs) });
+      if (retryChannel.hasSubscribers)
+        retryChannel.publish({ attempt, code: (err as { code?: string }).code, delayMs: Math.round(delayMs) } satisfies TransactionRetry);
       await sleep(delayMs);
     }
   }

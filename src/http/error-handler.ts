@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/transaction.ts';
 import { AppError, type ErrorCode, type FieldError, toProblem } from '../lib/errors.ts';
-import { MULTI_LINE, PHONE, PRODUCT_KEY, SINGLE_LINE } from './schemas.ts';
+import { MULTI_LINE, PHONE, PRODUCT_KEY, SINGLE_LINE } from '../lib/schemas.ts';
 
 /** The one place where errors become HTTP responses. Nothing internal (stack, SQL, secrets) reaches a body. */
 export function registerErrorHandling(app: FastifyInstance): void {

@@ -1,8 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { WEBHOOKS_DOCUMENT } from '../modules/webhooks/openapi.ts';
-import { hoistComponents } from './components.ts';
+import { hoistComponents } from '../lib/openapi-components.ts';
 
 export const API_DESCRIPTION = `HTTP JSON API for merchants' servers: exchange client credentials for a token, manage pickup
 warehouses, get delivery quotes and create paid transfers.
@@ -37,7 +36,8 @@ const DOCS_CSP = {
 };
 
 /** The OpenAPI 3.1 document is generated from the route schemas; GET /openapi.json serves it, /docs renders it (assets served locally, no CDN). */
-export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+/** `webhooks`: the OpenAPI 3.1 `webhooks` section (what the service POSTs to merchants), given by the app. */
+export async function registerOpenApi(app: FastifyInstance, webhooks: Record<string, any>): Promise<void> {
   await app.register(swagger, {
     // Schemas marked with component() become components.schemas entries referenced by $ref.
     transformObject: (document) => ('openapiObject' in document ? hoistComponents(document.openapiObject as Record<string, unknown>) : document.swaggerObject),
@@ -59,7 +59,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'operations', description: 'Health checks for load balancers' },
       ],
       // OpenAPI 3.1 `webhooks`: the requests the service sends to merchants' endpoints.
-      webhooks: WEBHOOKS_DOCUMENT,
+      webhooks,
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: "A merchant's access token from POST /auth/token" },

@@ -5,7 +5,7 @@ import { loadConfig, parseSigningKeys } from '../../src/config.ts';
 import { type Database, openDatabase } from '../../src/db/database.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { parseMajorAmount } from '../../src/lib/money.ts';
-import { Metrics } from '../../src/modules/metrics/metrics.ts';
+import { Metrics } from '../../src/observability/metrics.ts';
 import type { Services } from '../../src/services.ts';
 import { checkContract, checkFetchResponse } from './contract.ts';
 import { createStore, migrateForTest, PGBOUNCER_URL, STORES, type StoreName, type TestStore } from './stores.ts';

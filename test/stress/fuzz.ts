@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { InjectOptions } from 'fastify';
-import { EXAMPLE_IDS } from '../../src/http/schemas.ts';
+import { EXAMPLE_IDS } from '../../src/lib/schemas.ts';
 import { createTestApp, warehouseBody } from '../helpers/app.ts';
 import { checkContract, documentedOperations } from '../helpers/contract.ts';
 import { quoteBody, transferBody } from '../helpers/server-process.ts';

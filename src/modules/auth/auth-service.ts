@@ -1,11 +1,6 @@
-import { timingSafeEqual } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import type { DB } from '../../db/types.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { hashSecret, secretMatches } from '../../lib/credential-hash.ts';
 import { AppError } from '../../lib/errors.ts';
-import { COURIER_CLIENT_PREFIX, couriersRepository } from '../couriers/repository.ts';
-import { credentialsRepository } from './credentials-repository.ts';
-import { hashSecret } from './credentials-service.ts';
 import type { FailureLimiter } from './rate-limit.ts';
 import type { ActorKind, TokenSigner } from './tokens.ts';
 
@@ -38,33 +33,26 @@ const bearerChallenge = (error?: string, description?: string): string =>
   error ? `Bearer realm="${REALM}", error="${error}", error_description="${description}"` : `Bearer realm="${REALM}"`;
 
 export interface AuthServiceOptions {
-  db: Kysely<DB>;
   clock: Clock;
   signer: TokenSigner;
   /** How long a credential's status may be served from memory (0 to 1000 ms). */
   cacheTtlMs: number;
   clientLimiter: FailureLimiter;
   addressLimiter: FailureLimiter;
+  /** Finds a client id's credential in whichever table holds it (merchants' or couriers'): given by src/services.ts, so auth imports neither. */
+  findClient: ClientLookup;
 }
+
+export type ClientLookup = (clientId: string) => Promise<ClientCredential | undefined>;
 
 type CachedCredential = { actor: ActorKind; subject: string; active: boolean } | null;
 
 /** A credential as the token endpoint and the per-request check see it, whichever actor owns it. */
-interface ClientCredential {
+export interface ClientCredential {
   actor: ActorKind;
   subject: string;
   secretHash: string;
   active: boolean;
-}
-
-/** Courier client ids start with cou_, merchant ones with cli_: one lookup, in the right table. */
-async function findClient(db: Kysely<DB>, clientId: string): Promise<ClientCredential | undefined> {
-  if (clientId.startsWith(COURIER_CLIENT_PREFIX)) {
-    const c = await couriersRepository.findByClientId(db, clientId);
-    return c && { actor: 'courier', subject: c.id, secretHash: c.secret_hash, active: c.status === 'ACTIVE' };
-  }
-  const m = await credentialsRepository.findByClientId(db, clientId);
-  return m && { actor: 'merchant', subject: m.merchant_id, secretHash: m.secret_hash, active: m.status === 'ACTIVE' };
 }
 
 export class AuthService {
@@ -89,14 +77,12 @@ export class AuthService {
         extra: { error: 'invalid_request', error_description: 'Too many failed token requests' },
       });
     }
-    const credential = await findClient(this.#o.db, clientId);
-    const presented = Buffer.from(hashSecret(clientSecret), 'hex');
-    const expected = Buffer.from(credential?.secretHash ?? DUMMY_HASH, 'hex');
-    const secretMatches = timingSafeEqual(presented, expected);
-    if (!credential || !secretMatches || !credential.active) {
+    const credential = await this.#o.findClient(clientId);
+    const matches = secretMatches(clientSecret, credential?.secretHash ?? DUMMY_HASH);
+    if (!credential || !matches || !credential.active) {
       this.#o.clientLimiter.recordFailure(clientKey);
       this.#o.addressLimiter.recordFailure(address);
-      const detail = credential && secretMatches ? 'The client credentials have been revoked' : 'Unknown client or wrong client secret';
+      const detail = credential && matches ? 'The client credentials have been revoked' : 'Unknown client or wrong client secret';
       throw invalidClient(detail);
     }
     const access_token = await this.#o.signer.sign({ actor: credential.actor, subject: credential.subject, clientId });
@@ -137,7 +123,7 @@ export class AuthService {
     const now = Date.now(); // cache age is wall time, not the (test-movable) business clock
     const hit = this.#cache.get(clientId);
     if (hit && hit.until > now) return hit.value;
-    const row = await findClient(this.#o.db, clientId);
+    const row = await this.#o.findClient(clientId);
     const value: CachedCredential = row ? { actor: row.actor, subject: row.subject, active: row.active } : null;
     if (this.#o.cacheTtlMs > 0) {
       if (this.#cache.size > 10_000) this.#cache.clear();

@@ -1,18 +1,13 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DB, Db } from '../../db/types.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { iso } from '../../lib/clock.ts';
+import { hashSecret } from '../../lib/credential-hash.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { credentialsRepository } from './credentials-repository.ts';
-
-/**
- * Client secrets are 256 random bits, so a single SHA-256 is enough to store them (no password
- * stretching needed: nothing to brute-force). The plain secret is returned once, never stored.
- */
-export const hashSecret = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('hex');
 
 export interface IssuedCredential {
   merchantId: string;

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { json, problemResponses } from '../../http/schemas.ts';
+import { json, problemResponses } from '../../lib/schemas.ts';
 
 const AuthorizationServerMetadata = Type.Object(
   {

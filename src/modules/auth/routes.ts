@@ -1,8 +1,8 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { errorResponses, json, SINGLE_LINE } from '../../http/schemas.ts';
 import { AppError } from '../../lib/errors.ts';
+import { errorResponses, json, SINGLE_LINE } from '../../lib/schemas.ts';
 import { invalidClient } from './auth-service.ts';
 
 const TokenRequest = Type.Object(

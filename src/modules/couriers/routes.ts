@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { AUTH_ERRORS, BODY_ERRORS, type ErrorCodeList, errorResponses, json } from '../../http/schemas.ts';
+import { AUTH_ERRORS, BODY_ERRORS, type ErrorCodeList, errorResponses, json } from '../../lib/schemas.ts';
 import {
   COURIER_STATUS_EXAMPLE,
   CodeInput,

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../lib/schemas.ts';
 import { TransferStateSchema } from '../events/schemas.ts';
 import { ParcelSizeSchema } from '../tariffs/schemas.ts';
 import { DELIVERY_FAILURE_REASONS } from '../transfers/lifecycle.ts';

@@ -1,17 +1,18 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { DB, TransferState } from '../../db/types.ts';
-import { PHONE, SINGLE_LINE } from '../../http/schemas.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
+import { hashSecret } from '../../lib/credential-hash.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { minorToNumber } from '../../lib/money.ts';
-import { hashSecret } from '../auth/credentials-service.ts';
+import { PHONE, SINGLE_LINE } from '../../lib/schemas.ts';
 import { distanceMetres } from '../tariffs/pricing.ts';
 import { nextStates } from '../transfers/lifecycle.ts';
 import { type TransferRow, transfersRepository } from '../transfers/repository.ts';
 import type { Transfer } from '../transfers/schemas.ts';
 import type { TransfersService } from '../transfers/service.ts';
+import { jobsRepository } from './jobs-repository.ts';
 import { COURIER_CLIENT_PREFIX, type CourierRow, couriersRepository } from './repository.ts';
 import type { CourierStatus, CourierStatusInput, CurrentJob, OpenJob } from './schemas.ts';
 
@@ -112,14 +113,14 @@ export class CouriersService {
 
   /** Clears a job's wrong-code count and lock. */
   async unlock(transferId: string): Promise<void> {
-    if (!(await transfersRepository.unlock(this.#db, transferId, this.#clock.now()))) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${transferId}`);
+    if (!(await jobsRepository.unlock(this.#db, transferId, this.#clock.now()))) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${transferId}`);
   }
 
   // --- The courier itself -------------------------------------------------------------------------
 
   async status(courierId: string): Promise<CourierStatus> {
     const c = await this.#courier(courierId);
-    const active = await transfersRepository.activeJobs(this.#db, courierId);
+    const active = await jobsRepository.activeJobs(this.#db, courierId);
     return {
       id: c.id,
       firstName: firstName(c.name),
@@ -158,7 +159,7 @@ export class CouriersService {
     const lngScale = Math.max(0.01, Math.cos((here.lat * Math.PI) / 180));
     const dLat = radiusKm / 111.2;
     const dLng = radiusKm / (111.2 * lngScale);
-    const rows = await transfersRepository.openJobsNear(
+    const rows = await jobsRepository.openJobsNear(
       this.#db,
       { lat: here.lat, lng: here.lng, lngScale },
       { minLat: here.lat - dLat, maxLat: here.lat + dLat, minLng: here.lng - dLng, maxLng: here.lng + dLng },
@@ -174,7 +175,7 @@ export class CouriersService {
 
   async currentJobs(courierId: string): Promise<CurrentJob[]> {
     const here = await this.#courier(courierId);
-    return (await transfersRepository.activeJobs(this.#db, courierId)).map((r) => currentJob(r, here));
+    return (await jobsRepository.activeJobs(this.#db, courierId)).map((r) => currentJob(r, here));
   }
 
   /**
@@ -193,7 +194,7 @@ export class CouriersService {
         if (row.locked === 1) throw locked(transferId);
         // One courier's concurrent accepts take turns on its row, so the cap holds.
         await couriersRepository.lock(trx, courierId);
-        const held = (await transfersRepository.activeJobs(trx, courierId)).length;
+        const held = (await jobsRepository.activeJobs(trx, courierId)).length;
         if (held >= this.#maxJobs) {
           throw new AppError(
             'TOO_MANY_JOBS',
@@ -274,7 +275,7 @@ export class CouriersService {
     }
     const expected = kind === 'transferCode' ? row.transfer_code : row.delivery_pin;
     if (constantTimeEquals(presented, expected)) return;
-    const { attempts, locked: nowLocked } = await transfersRepository.recordWrongCode(this.#db, transferId, MAX_CODE_ATTEMPTS, this.#clock.now());
+    const { attempts, locked: nowLocked } = await jobsRepository.recordWrongCode(this.#db, transferId, MAX_CODE_ATTEMPTS, this.#clock.now());
     if (nowLocked) throw locked(transferId);
     const left = MAX_CODE_ATTEMPTS - attempts;
     throw new AppError('WRONG_CODE', `The ${kind} is wrong; ${left} attempt${left === 1 ? '' : 's'} left before the job is locked`, {

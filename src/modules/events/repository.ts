@@ -1,35 +1,22 @@
-import { channel } from 'node:diagnostics_channel';
 import type { Transaction } from 'kysely';
-import { afterCommit } from '../../db/transaction.ts';
 import type { DB, Db, EventsTable } from '../../db/types.ts';
-import { webhooksRepository } from '../webhooks/repository.ts';
-
-/** Every committed event is published here as { type, merchantId } (metrics count them). */
-export const eventCommitted = channel('mds:event-committed');
 
 export type EventRow = Omit<EventsTable, 'position'> & { position: number };
 export type NewEvent = Omit<EventsTable, 'position'>;
 
 /**
- * The events table is the transfer timeline and the outbox webhooks are delivered from. Appending
- * takes a Transaction: an event written apart from the change it describes does not compile.
+ * The events table: the transfer timeline and the outbox webhooks are delivered from. Rows are written
+ * by the outbox (src/modules/outbox), which adds the webhook fan-out in the same transaction; every
+ * query of the table lives here. Reads are scoped to the merchant.
  */
 export const eventsRepository = {
-  async append(trx: Transaction<DB>, event: NewEvent): Promise<void> {
+  /** Inserts the row and returns its global position. Takes a Transaction: an event apart from its change does not compile. */
+  async insert(trx: Transaction<DB>, event: NewEvent): Promise<number> {
     const { position } = await trx.insertInto('events').values(event).returning('position').executeTakeFirstOrThrow();
-    // The webhook outbox fan-out, in the same transaction: delivered if and only if the change commits.
-    await webhooksRepository.fanOut(trx, {
-      merchantId: event.merchant_id,
-      messageId: event.id,
-      type: event.type,
-      eventPosition: Number(position),
-      payload: null,
-      at: event.occurred_at,
-    });
-    if (eventCommitted.hasSubscribers) afterCommit(trx, () => eventCommitted.publish({ type: event.type, merchantId: event.merchant_id }));
+    return Number(position);
   },
 
-  /** A transfer's timeline, oldest first; scoped to the merchant. */
+  /** A transfer's timeline, oldest first. */
   async forTransfer(db: Db, merchantId: string, transferId: string): Promise<EventRow[]> {
     return db
       .selectFrom('events')
@@ -38,5 +25,26 @@ export const eventsRepository = {
       .where('transfer_id', '=', transferId)
       .orderBy('sequence')
       .execute() as Promise<EventRow[]>;
+  },
+
+  async find(db: Db, merchantId: string, eventId: string) {
+    return db.selectFrom('events').selectAll().where('merchant_id', '=', merchantId).where('id', '=', eventId).executeTakeFirst();
+  },
+
+  async atPosition(db: Db, merchantId: string, position: number) {
+    return db.selectFrom('events').selectAll().where('merchant_id', '=', merchantId).where('position', '=', position).executeTakeFirst();
+  },
+
+  /** The merchant's events since `since` (ms), in position order, at most `limit`: what a webhook replay re-sends. */
+  async since(db: Db, merchantId: string, since: number, limit: number): Promise<Array<{ id: string; type: string; position: number }>> {
+    const rows = await db
+      .selectFrom('events')
+      .select(['id', 'type', 'position'])
+      .where('merchant_id', '=', merchantId)
+      .where('occurred_at', '>=', since)
+      .orderBy('position')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ ...r, position: Number(r.position) }));
   },
 };

@@ -1,35 +1,49 @@
-import { type Static, Type } from 'typebox';
+import { type Static, type TObject, Type } from 'typebox';
 import { TRANSFER_STATES } from '../../db/types.ts';
-import { component } from '../../http/components.ts';
-import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../http/schemas.ts';
-import { EVENT_TYPES } from '../transfers/lifecycle.ts';
+import { component } from '../../lib/openapi-components.ts';
+import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../lib/schemas.ts';
+import { EVENT_CATALOGUE, EVENT_TYPES, type EventType, pascalName } from './catalogue.ts';
 
 export const TransferStateSchema = StringEnum([...TRANSFER_STATES], {
   description:
     'inProgress (paid, waiting for a courier), courierAssigned, pickedUp, delivered (terminal), returning (delivery failed, on the way back), returned (terminal), cancelled (terminal)',
 });
 
-export const Event = component(
-  'Event',
-  Type.Object(
-    {
-      id: Uuid("Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id"),
-      type: StringEnum(EVENT_TYPES, { description: 'What happened' }),
-      transferId: Uuid('The transfer (for quote.created: the transfer_id the quote announced)'),
-      sequence: Type.Integer({ minimum: 1, description: 'Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it.' }),
-      position: Type.Integer({ minimum: 1, description: 'Global position across all events (ascending in the order they were written)' }),
-      state: Type.Union([TransferStateSchema, Type.Null()], { description: 'The transfer state after the event (null for quote.created)' }),
-      occurredAt: DateTime(),
-      actor: Type.Object(
-        { type: StringEnum(['merchant', 'courier', 'operator', 'system'], { description: 'Who made the change' }) },
-        { additionalProperties: false },
-      ),
-      data: Type.Object({}, { additionalProperties: true, description: 'Details of the event; previousState on every state change' }),
-    },
+const eventProperties = {
+  id: Uuid("Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id"),
+  type: StringEnum(EVENT_TYPES, { description: 'What happened' }),
+  transferId: Uuid('The transfer (for quote.created: the transfer_id the quote announced)'),
+  sequence: Type.Integer({ minimum: 1, description: 'Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it.' }),
+  position: Type.Integer({ minimum: 1, description: 'Global position across all events (ascending in the order they were written)' }),
+  state: Type.Union([TransferStateSchema, Type.Null()], { description: 'The transfer state after the event (null for quote.created)' }),
+  occurredAt: DateTime(),
+  actor: Type.Object(
+    { type: StringEnum(['merchant', 'courier', 'operator', 'system'], { description: 'Who made the change' }) },
     { additionalProperties: false },
   ),
-);
+  data: Type.Object({}, { additionalProperties: true, description: 'Details of the event (see its type); previousState on every state change' }),
+};
+
+/** Any event: the timeline of GET /transfer/{id}/events. */
+export const Event = component('Event', Type.Object(eventProperties, { additionalProperties: false }));
 export type Event = Static<typeof Event>;
+
+/** One named schema per event type (<Pascal>Event, its data <Pascal>Data), from the catalogue: the webhooks section and the SDK's types. */
+export const EVENT_SCHEMAS = Object.fromEntries(
+  EVENT_TYPES.map((type) => {
+    const def = EVENT_CATALOGUE[type];
+    const schema = Type.Object(
+      {
+        ...eventProperties,
+        type: Type.Literal(type),
+        state: def.state === null ? Type.Null() : Type.Literal(def.state),
+        data: component(`${pascalName(type)}Data`, { ...def.data, description: def.description }),
+      },
+      { additionalProperties: false, description: `${type}: ${def.description}` },
+    );
+    return [type, component(`${pascalName(type)}Event`, schema)];
+  }),
+) as unknown as Record<EventType, TObject>;
 
 export const EVENT_EXAMPLES: Event[] = [
   {

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { type Database, schemaIsCurrent } from '../../db/database.ts';
-import { errorResponses, json, problemResponses } from '../../http/schemas.ts';
 import { AppError } from '../../lib/errors.ts';
+import { errorResponses, json, problemResponses } from '../../lib/schemas.ts';
 
 const Health = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 

@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { AUTH_ERRORS, errorResponses, json, nextLink } from '../../http/schemas.ts';
 import { minorToNumber } from '../../lib/money.ts';
+import { AUTH_ERRORS, errorResponses, json, nextLink } from '../../lib/schemas.ts';
 import { BALANCE_EXAMPLE, Balance, BalanceQuery } from './schemas.ts';
 
 export async function balanceRoutes(fastify: FastifyInstance): Promise<void> {

@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
-import { component } from '../../http/components.ts';
-import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../http/schemas.ts';
+import { component } from '../../lib/openapi-components.ts';
+import { DateTime, EXAMPLE_IDS, StringEnum, Uuid } from '../../lib/schemas.ts';
 
 export const LedgerEntry = component(
   'LedgerEntry',

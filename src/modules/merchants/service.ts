@@ -1,13 +1,12 @@
 import type { Kysely } from 'kysely';
 import { inTransaction } from '../../db/transaction.ts';
 import type { DB, Db, MerchantMode } from '../../db/types.ts';
-import { SINGLE_LINE } from '../../http/schemas.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { formatMinor } from '../../lib/money.ts';
-import type { CredentialsService, IssuedCredential } from '../auth/credentials-service.ts';
+import { SINGLE_LINE } from '../../lib/schemas.ts';
 import { type LedgerRow, type MerchantRow, merchantsRepository } from './repository.ts';
 
 export interface MerchantView {
@@ -35,15 +34,24 @@ export interface LedgerEntryView {
 const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u');
 
 /** Merchants and their money. Every balance change writes a ledger entry in the same transaction. */
+export interface IssuedCredential {
+  merchantId: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+/** Issues a merchant's first credential set inside the creating transaction: auth's CredentialsService.issue, given by src/services.ts. */
+export type IssueCredential = (merchantId: string, db: Db) => Promise<IssuedCredential>;
+
 export class MerchantsService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
-  readonly #credentials: CredentialsService;
+  readonly #issueCredential: IssueCredential;
   readonly #currency: string;
-  constructor(db: Kysely<DB>, clock: Clock, credentials: CredentialsService, currency: string) {
+  constructor(db: Kysely<DB>, clock: Clock, issueCredential: IssueCredential, currency: string) {
     this.#db = db;
     this.#clock = clock;
-    this.#credentials = credentials;
+    this.#issueCredential = issueCredential;
     this.#currency = currency;
   }
 
@@ -62,7 +70,7 @@ export class MerchantsService {
       const row: MerchantRow = { id: newId(), name: trimmed, balance: 0, mode, created_at: now, updated_at: now };
       await merchantsRepository.insert(trx, row);
       if (openingBalanceMinor > 0) row.balance = await this.#credit(trx, row.id, openingBalanceMinor, 'opening balance');
-      const credential = await this.#credentials.issue(row.id, trx);
+      const credential = await this.#issueCredential(row.id, trx);
       return { merchant: this.#view(row), credential };
     });
   }

@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { recordOutcome } from '../../http/protected.ts';
-import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json } from '../../http/schemas.ts';
+import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json } from '../../lib/schemas.ts';
+import { recordOutcome } from '../idempotency/outcome.ts';
 import { QUOTE_EXAMPLE, Quote, QuoteRequest } from './schemas.ts';
 
 export async function quoteRoutes(fastify: FastifyInstance): Promise<void> {

@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
-import { component } from '../../http/components.ts';
-import { DateTime, EXAMPLE_IDS, Text, Uuid } from '../../http/schemas.ts';
+import { component } from '../../lib/openapi-components.ts';
+import { DateTime, EXAMPLE_IDS, Text, Uuid } from '../../lib/schemas.ts';
 import { DeliveryTypeSchema, ParcelSizeSchema } from '../tariffs/schemas.ts';
 
 export const DestinationLocation = component(

@@ -4,7 +4,7 @@ import type { DB } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { eventsRepository } from '../events/repository.ts';
+import { appendEvent } from '../outbox/outbox.ts';
 import { type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
 import type { WarehousesService } from '../warehouses/service.ts';
@@ -114,7 +114,7 @@ export class QuotesService {
       this.#db,
       async (trx) => {
         await quotesRepository.insert(trx, row);
-        await eventsRepository.append(trx, {
+        await appendEvent(trx, {
           id: row.event_id,
           merchant_id: merchantId,
           transfer_id: row.transfer_id,

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { PRODUCT_KEY, StringEnum } from '../../http/schemas.ts';
+import { PRODUCT_KEY, StringEnum } from '../../lib/schemas.ts';
 
 /** Parcel sizes and delivery types are closed sets: the tariff prices each, requests must name one. */
 export const PARCEL_SIZES = ['SMALL', 'MEDIUM', 'LARGE', 'EXTRA_LARGE'] as const;

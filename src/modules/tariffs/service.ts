@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import type { Kysely } from 'kysely';
 import type { DB, Db } from '../../db/types.ts';
-import { compileStrict } from '../../http/validation.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { parseDecimal } from '../../lib/money.ts';
+import { compileStrict } from '../../lib/validation.ts';
 import { TariffDocument } from './schemas.ts';
 
 const DEFAULT_TARIFF = JSON.parse(readFileSync(new URL('./default-tariff.json', import.meta.url), 'utf8')) as TariffDocument;

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { errorResponses, problemResponses } from '../../http/schemas.ts';
 import { AppError } from '../../lib/errors.ts';
+import { errorResponses, problemResponses } from '../../lib/schemas.ts';
 import { notFoundPage, trackingCsp, trackingPage } from './page.ts';
 import { TRACKING_EXAMPLE, TrackingParams, TrackingView } from './schemas.ts';
 

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { DateTime } from '../../http/schemas.ts';
+import { DateTime } from '../../lib/schemas.ts';
 import { TransferStateSchema } from '../events/schemas.ts';
 
 const Point = Type.Object(

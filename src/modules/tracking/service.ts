@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB, TransferState } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
+import { EVENT_CATALOGUE, isEventType } from '../events/catalogue.ts';
 import { TERMINAL_STATES } from '../transfers/lifecycle.ts';
 import type { TrackingView } from './schemas.ts';
 
@@ -13,16 +14,11 @@ export interface GeoPoint {
 /** The courier's last known position (the courier work provides it); undefined when unknown. */
 export type CourierPositionSource = (transfer: { id: string; courierId: string | null }) => Promise<(GeoPoint & { at: number }) | undefined>;
 
-const LABELS: Record<string, (courier: string | null) => string> = {
-  'transfer.created': () => 'Order placed',
-  'transfer.courier_assigned': (c) => (c ? `Courier ${c} is on the way to pick it up` : 'A courier is on the way to pick it up'),
-  'transfer.courier_released': () => 'Looking for another courier',
-  'transfer.picked_up': () => 'Picked up: on its way to you',
-  'transfer.delivered': () => 'Delivered',
-  'transfer.delivery_failed': () => 'Delivery failed: going back to the sender',
-  'transfer.returned': () => 'Returned to the sender',
-  'transfer.cancelled': () => 'Cancelled',
-};
+/** The timeline line of an event: the catalogue's label, or the type itself for one without a label. */
+function timelineLabel(type: string, courier: string | null): string {
+  const label = isEventType(type) ? EVENT_CATALOGUE[type].label : null;
+  return label ? label(courier) : type;
+}
 
 /** States in which the courier's position is shown (the parcel, or the courier for it, is moving). */
 const MOVING: TransferState[] = ['courierAssigned', 'pickedUp', 'returning'];
@@ -96,7 +92,7 @@ export class TrackingService {
         return {
           type: e.type,
           state: e.state as TransferState,
-          label: (LABELS[e.type] ?? (() => e.type))(data.courier?.firstName ?? null),
+          label: timelineLabel(e.type, data.courier?.firstName ?? null),
           occurredAt: iso(Number(e.occurred_at)),
         };
       }),

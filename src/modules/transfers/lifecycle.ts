@@ -1,4 +1,5 @@
 import type { ActorType, TransferState } from '../../db/types.ts';
+import type { EventType } from '../events/catalogue.ts';
 
 /**
  * The transfer lifecycle as one table. Every change of state goes through TransfersService.transition,
@@ -11,29 +12,6 @@ import type { ActorType, TransferState } from '../../db/types.ts';
  *       │  └──cancel──▶ cancelled ◀┘ cancel
  */
 
-export type EventType =
-  | 'quote.created'
-  | 'transfer.created'
-  | 'transfer.courier_assigned'
-  | 'transfer.courier_released'
-  | 'transfer.picked_up'
-  | 'transfer.delivered'
-  | 'transfer.delivery_failed'
-  | 'transfer.returned'
-  | 'transfer.cancelled';
-
-export const EVENT_TYPES: EventType[] = [
-  'quote.created',
-  'transfer.created',
-  'transfer.courier_assigned',
-  'transfer.courier_released',
-  'transfer.picked_up',
-  'transfer.delivered',
-  'transfer.delivery_failed',
-  'transfer.returned',
-  'transfer.cancelled',
-];
-
 /** How much of the price goes back to the merchant when a transition happens. */
 export type Refund = 'none' | 'full' | 'minusCancellationFee' | 'minusReturnFee';
 
@@ -42,6 +20,7 @@ export interface Transition {
   to: TransferState;
   /** Who may make it. Couriers' moves are also the sandbox's simulated courier's. */
   by: readonly ActorType[];
+  /** Its event; the catalogue's state after it is `to` (a test checks). */
   event: EventType;
   /** The refund, by actor where it differs. */
   refund: Refund | Partial<Record<ActorType, Refund>>;

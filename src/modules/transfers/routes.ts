@@ -1,9 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { recordOutcome } from '../../http/protected.ts';
-import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json, nextLink } from '../../http/schemas.ts';
+import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json, nextLink } from '../../lib/schemas.ts';
 import { EVENT_EXAMPLES, Event } from '../events/schemas.ts';
+import { recordOutcome } from '../idempotency/outcome.ts';
 import {
   AdvanceRequest,
   CANCELLED_TRANSFER_EXAMPLE,

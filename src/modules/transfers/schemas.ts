@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
-import { component } from '../../http/components.ts';
-import { DateTime, EXAMPLE_IDS, GeoPoint, MULTI_LINE, Phone, PRODUCT_KEY, StringEnum, Text, Uuid } from '../../http/schemas.ts';
+import { component } from '../../lib/openapi-components.ts';
+import { DateTime, EXAMPLE_IDS, GeoPoint, MULTI_LINE, Phone, PRODUCT_KEY, StringEnum, Text, Uuid } from '../../lib/schemas.ts';
 import { TransferStateSchema } from '../events/schemas.ts';
 import { ParcelSizeSchema } from '../tariffs/schemas.ts';
 import { CANCELLATION_REASONS, DELIVERY_FAILURE_REASONS } from './lifecycle.ts';

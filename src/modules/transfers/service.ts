@@ -10,6 +10,7 @@ import { formatMinor, minorToNumber, parseMajorAmount } from '../../lib/money.ts
 import { eventsRepository } from '../events/repository.ts';
 import { type Event, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
+import { appendEvent } from '../outbox/outbox.ts';
 import { type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
 import type { PricedProduct } from '../tariffs/pricing.ts';
@@ -156,7 +157,7 @@ export class TransfersService {
 
         const transfer = this.#newTransfer(merchantId, merchant?.name ?? '', merchant?.mode ?? 'live', quote, req, product, now);
         await transfersRepository.insert(trx, transfer);
-        await eventsRepository.append(trx, {
+        await appendEvent(trx, {
           id: newId(),
           merchant_id: merchantId,
           transfer_id: transfer.id,
@@ -456,7 +457,7 @@ export class TransfersService {
             continue;
           }
           if (refund > 0) await this.#refund(trx, updated, refund, now);
-          await eventsRepository.append(trx, {
+          await appendEvent(trx, {
             id: newId(),
             merchant_id: updated.merchant_id,
             transfer_id: id,

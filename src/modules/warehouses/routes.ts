@@ -1,8 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { recordOutcome } from '../../http/protected.ts';
-import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json, nextLink } from '../../http/schemas.ts';
+import { AUTH_ERRORS, BODY_ERRORS, errorResponses, IDEMPOTENCY_ERRORS, IdempotencyHeader, json, nextLink } from '../../lib/schemas.ts';
+import { recordOutcome } from '../idempotency/outcome.ts';
 import { WAREHOUSE_EXAMPLE, Warehouse, WarehouseInput, WarehouseListQuery, WarehouseParams } from './schemas.ts';
 
 export async function warehouseRoutes(fastify: FastifyInstance): Promise<void> {

@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
-import { component } from '../../http/components.ts';
-import { DateTime, EXAMPLE_IDS, GeoPoint, Phone, StringEnum, Text, Uuid } from '../../http/schemas.ts';
+import { component } from '../../lib/openapi-components.ts';
+import { DateTime, EXAMPLE_IDS, GeoPoint, Phone, StringEnum, Text, Uuid } from '../../lib/schemas.ts';
 
 const text = Text;
 const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { channel } from 'node:diagnostics_channel';
 import type { Kysely } from 'kysely';
 import { inTransaction } from '../../db/transaction.ts';
 import type { DB, Dialect } from '../../db/types.ts';
+import { type WebhookAttempted, webhookAttempted } from '../../lib/channels.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
+import { eventsRepository } from '../events/repository.ts';
 import { toEvent } from '../events/schemas.ts';
 import type { Resolver } from './destination.ts';
 import { deliveryVerdict, endpointVerdict, MAX_ATTEMPTS } from './policy.ts';
@@ -37,8 +38,6 @@ export interface PreparedSend {
  * claim (a lease on due rows) -> prepare (body, signatures) -> send -> record the outcome as data
  * (an attempt row, the delivery's next state, the endpoint's failure run), conditional on the lease.
  */
-/** Every recorded attempt is published here as { outcome } (succeeded, retry, exhausted, disabled): metrics count them. */
-export const webhookAttempted = channel('mds:webhook-attempt');
 
 export class WebhookDelivery {
   readonly #db: Kysely<DB>;
@@ -81,7 +80,7 @@ export class WebhookDelivery {
     let body: string;
     if (delivery.payload !== null) body = delivery.payload;
     else {
-      const row = await webhooksRepository.eventAt(this.#db, delivery.merchant_id, Number(delivery.event_position));
+      const row = await eventsRepository.atPosition(this.#db, delivery.merchant_id, Number(delivery.event_position));
       if (!row) return undefined;
       const event = toEvent({ ...row, position: Number(row.position) });
       body = JSON.stringify({ type: event.type, timestamp: event.occurredAt, data: event });
@@ -178,7 +177,7 @@ export class WebhookDelivery {
         );
       }
     });
-    if (recorded && webhookAttempted.hasSubscribers) webhookAttempted.publish({ outcome: disabled ? 'disabled' : verdict.kind });
+    if (recorded && webhookAttempted.hasSubscribers) webhookAttempted.publish({ outcome: disabled ? 'disabled' : verdict.kind } satisfies WebhookAttempted);
   }
 
   /**

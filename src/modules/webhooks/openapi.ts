@@ -1,5 +1,7 @@
-import { EVENT_EXAMPLES } from '../events/schemas.ts';
-import { EVENT_TYPES } from '../transfers/lifecycle.ts';
+import { Type } from 'typebox';
+import { DateTime, EXAMPLE_IDS } from '../../lib/schemas.ts';
+import { EVENT_CATALOGUE, EVENT_TYPES, pascalName } from '../events/catalogue.ts';
+import { EVENT_SCHEMAS } from '../events/schemas.ts';
 import { EndpointDisabledPayload, EventPayload, TestPayload } from './schemas.ts';
 
 /** The `webhooks` section of the OpenAPI 3.1 document: what arrives at a merchant's endpoint. */
@@ -44,12 +46,37 @@ const operation = (id: string, summary: string, schema: object, example: unknown
   },
 });
 
+const camel = (type: (typeof EVENT_TYPES)[number]) => pascalName(type)[0].toLowerCase() + pascalName(type).slice(1);
+
+/** The body POSTed for one event type: EventPayload with `data` narrowed to that event's schema. */
+function eventOperation(type: (typeof EVENT_TYPES)[number], i: number) {
+  const def = EVENT_CATALOGUE[type];
+  const payload = Type.Object(
+    {
+      type: Type.Literal(type, { description: 'The event type (also data.type)' }),
+      timestamp: DateTime('When the event occurred (data.occurredAt)'),
+      data: EVENT_SCHEMAS[type],
+    },
+    { additionalProperties: false, description: `${(EventPayload as { description?: string }).description} This one: ${type}.` },
+  );
+  const occurredAt = new Date(Date.parse('2026-11-21T10:00:00.000Z') + i * 60_000).toISOString();
+  const example = {
+    id: EXAMPLE_IDS.event,
+    type,
+    transferId: EXAMPLE_IDS.transfer,
+    sequence: i + 1,
+    position: 41 + i,
+    state: def.state,
+    occurredAt,
+    actor: { type: type === 'quote.created' || type === 'transfer.created' ? 'merchant' : 'courier' },
+    data: def.example,
+  };
+  return operation(`${camel(type)}Webhook`, `${type}: ${def.description}`, payload, { type, timestamp: occurredAt, data: example });
+}
+
 export const WEBHOOKS_DOCUMENT: Record<string, any> = {
-  'transfer-event': operation('transferEventWebhook', `A transfer event: ${EVENT_TYPES.join(', ')}`, EventPayload, {
-    type: EVENT_EXAMPLES[2].type,
-    timestamp: EVENT_EXAMPLES[2].occurredAt,
-    data: EVENT_EXAMPLES[2],
-  }),
+  // One webhook per event type, each with its own named schema, all from the event catalogue.
+  ...Object.fromEntries(EVENT_TYPES.map((type, i) => [type, eventOperation(type, i)])),
   'webhook-test': operation('testWebhook', 'webhook.test, sent by POST /webhook-endpoints/{id}/test', TestPayload, {
     type: 'webhook.test',
     timestamp: '2026-11-21T10:00:00.000Z',

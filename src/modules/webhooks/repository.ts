@@ -96,16 +96,8 @@ export const webhooksRepository = {
     return endpoints.length;
   },
 
-  /** Replay: a new delivery to one endpoint for each of the merchant's events since `since` that it takes (at most `limit`). */
-  async replay(trx: Transaction<DB>, endpoint: EndpointRow, since: number, now: number, limit: number): Promise<number> {
-    const events = await trx
-      .selectFrom('events')
-      .select(['id', 'type', 'position'])
-      .where('merchant_id', '=', endpoint.merchant_id)
-      .where('occurred_at', '>=', since)
-      .orderBy('position')
-      .limit(limit)
-      .execute();
+  /** Replay: a new delivery to one endpoint for each of these events (the merchant's, read by the caller) that it takes. */
+  async replay(trx: Transaction<DB>, endpoint: EndpointRow, events: Array<{ id: string; type: string; position: number }>, now: number): Promise<number> {
     const rows = events
       .filter((e) => matches(endpoint, e.type))
       .map((e) => ({
@@ -131,14 +123,6 @@ export const webhooksRepository = {
         .values(rows.slice(i, i + 500))
         .execute();
     return rows.length;
-  },
-
-  async findEvent(db: Db, merchantId: string, eventId: string) {
-    return db.selectFrom('events').selectAll().where('merchant_id', '=', merchantId).where('id', '=', eventId).executeTakeFirst();
-  },
-
-  async eventAt(db: Db, merchantId: string, position: number) {
-    return db.selectFrom('events').selectAll().where('merchant_id', '=', merchantId).where('position', '=', position).executeTakeFirst();
   },
 
   /**

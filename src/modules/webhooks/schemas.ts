@@ -1,7 +1,7 @@
 import { type Static, Type } from 'typebox';
-import { DateTime, EXAMPLE_IDS, MULTI_LINE, StringEnum, Uuid } from '../../http/schemas.ts';
+import { DateTime, EXAMPLE_IDS, MULTI_LINE, StringEnum, Uuid } from '../../lib/schemas.ts';
+import { EVENT_TYPES } from '../events/catalogue.ts';
 import { EVENT_EXAMPLES, Event } from '../events/schemas.ts';
-import { EVENT_TYPES } from '../transfers/lifecycle.ts';
 
 /** Messages that are not transfer events. */
 export const WEBHOOK_MESSAGE_TYPES = ['webhook.test', 'webhook.endpoint_disabled'] as const;

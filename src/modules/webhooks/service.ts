@@ -6,6 +6,7 @@ import { type Clock, iso } from '../../lib/clock.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { eventsRepository } from '../events/repository.ts';
 import { checkDestination, DestinationRefused, hostOf, type Resolver } from './destination.ts';
 import { type AttemptRow, type EndpointRow, webhooksRepository } from './repository.ts';
 import type {
@@ -146,14 +147,16 @@ export class WebhooksService {
     const endpoint = merchantId === undefined ? await webhooksRepository.findEndpointAny(this.#db, id) : await this.#require(merchantId, id);
     if (!endpoint) throw notFound(id);
     if (endpoint.status !== 'ENABLED') throw disabled(endpoint);
-    const queued = await inTransaction(this.#db, (trx) => webhooksRepository.replay(trx, endpoint, Date.parse(req.since), this.#clock.now(), REPLAY_LIMIT));
+    const queued = await inTransaction(this.#db, async (trx) =>
+      webhooksRepository.replay(trx, endpoint, await eventsRepository.since(trx, endpoint.merchant_id, Date.parse(req.since), REPLAY_LIMIT), this.#clock.now()),
+    );
     return { queued };
   }
 
   async redeliver(merchantId: string, id: string, req: RedeliverRequest): Promise<Queued> {
     const endpoint = await this.#require(merchantId, id);
     if (endpoint.status !== 'ENABLED') throw disabled(endpoint);
-    const event = await webhooksRepository.findEvent(this.#db, merchantId, req.eventId);
+    const event = await eventsRepository.find(this.#db, merchantId, req.eventId);
     if (!event) throw new AppError('EVENT_NOT_FOUND', `No event ${req.eventId}`);
     const now = this.#clock.now();
     const queued = await inTransaction(this.#db, (trx) =>

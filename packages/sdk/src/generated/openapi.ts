@@ -662,7 +662,7 @@ export interface paths {
     };
 }
 export interface webhooks {
-    "transfer-event": {
+    "quote.created": {
         parameters: {
             query?: never;
             header?: never;
@@ -671,8 +671,144 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** A transfer event: quote.created, transfer.created, transfer.courier_assigned, transfer.courier_released, transfer.picked_up, transfer.delivered, transfer.delivery_failed, transfer.returned, transfer.cancelled */
-        post: operations["transferEventWebhook"];
+        /** quote.created: A quote was made (POST /options); its `id` is the quote's `event_id`, its `transferId` the quote's `transfer_id` */
+        post: operations["quoteCreatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** transfer.created: The merchant paid for a delivery (POST /transfer); a courier is sought */
+        post: operations["transferCreatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.courier_assigned": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** transfer.courier_assigned: A courier accepted the job and is on the way to the warehouse */
+        post: operations["transferCourierAssignedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.courier_released": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** transfer.courier_released: The courier gave the job back; another courier is sought */
+        post: operations["transferCourierReleasedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.picked_up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** transfer.picked_up: The courier collected the parcel at the warehouse (with the transferCode) */
+        post: operations["transferPickedUpWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.delivered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** transfer.delivered: The parcel was handed over (with the recipient's deliveryPin); terminal */
+        post: operations["transferDeliveredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.delivery_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** transfer.delivery_failed: The courier could not deliver; the parcel goes back to the warehouse */
+        post: operations["transferDeliveryFailedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.returned": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** transfer.returned: The parcel is back at the warehouse; the price less the product's return fee is refunded; terminal */
+        post: operations["transferReturnedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "transfer.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** transfer.cancelled: Cancelled by the merchant, an operator or the system (no courier in time), with a refund; terminal */
+        post: operations["transferCancelledWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -786,7 +922,7 @@ export interface components {
                  */
                 type: "merchant" | "courier" | "operator" | "system";
             };
-            /** @description Details of the event; previousState on every state change */
+            /** @description Details of the event (see its type); previousState on every state change */
             data: {
                 [key: string]: unknown;
             };
@@ -938,6 +1074,58 @@ export interface components {
              */
             expiresAt: string;
         };
+        /** @description A quote was made (POST /options); its `id` is the quote's `event_id`, its `transferId` the quote's `transfer_id` */
+        QuoteCreatedData: {
+            /**
+             * Format: uuid
+             * @description The quote
+             */
+            quoteId: string;
+            /**
+             * Format: uuid
+             * @description The pickup warehouse
+             */
+            warehouseId: string;
+            /**
+             * Format: date-time
+             * @description Until then the quote can be used
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            expiresAt: string;
+        };
+        /** @description quote.created: A quote was made (POST /options); its `id` is the quote's `event_id`, its `transferId` the quote's `transfer_id` */
+        QuoteCreatedEvent: {
+            /**
+             * Format: uuid
+             * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+             */
+            id: string;
+            /** @constant */
+            type: "quote.created";
+            /**
+             * Format: uuid
+             * @description The transfer (for quote.created: the transfer_id the quote announced)
+             */
+            transferId: string;
+            /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+            sequence: number;
+            /** @description Global position across all events (ascending in the order they were written) */
+            position: number;
+            state: null;
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            occurredAt: string;
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                type: "merchant" | "courier" | "operator" | "system";
+            };
+            data: components["schemas"]["QuoteCreatedData"];
+        };
         QuoteRequest: {
             destinationLocation: components["schemas"]["DestinationLocation"];
             /**
@@ -1083,6 +1271,330 @@ export interface components {
                 comment?: string;
             };
         };
+        /** @description Cancelled by the merchant, an operator or the system (no courier in time), with a refund; terminal */
+        TransferCancelledData: {
+            /**
+             * @description The state before this event
+             * @enum {string}
+             */
+            previousState: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+            /** @description A cancellation reason of POST /transfer/{id}/cancel, NO_COURIER_ASSIGNED (the system) or OPERATOR */
+            reason: string;
+            /** @description Free text: the merchant's or courier's comment, or an operator's note */
+            comment?: string;
+            /** @description The refund, in major units */
+            refundAmount: number;
+            /** @description ISO 4217 currency of the amounts */
+            currency: string;
+        };
+        /** @description transfer.cancelled: Cancelled by the merchant, an operator or the system (no courier in time), with a refund; terminal */
+        TransferCancelledEvent: {
+            /**
+             * Format: uuid
+             * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+             */
+            id: string;
+            /** @constant */
+            type: "transfer.cancelled";
+            /**
+             * Format: uuid
+             * @description The transfer (for quote.created: the transfer_id the quote announced)
+             */
+            transferId: string;
+            /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+            sequence: number;
+            /** @description Global position across all events (ascending in the order they were written) */
+            position: number;
+            /** @constant */
+            state: "cancelled";
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            occurredAt: string;
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                type: "merchant" | "courier" | "operator" | "system";
+            };
+            data: components["schemas"]["TransferCancelledData"];
+        };
+        /** @description A courier accepted the job and is on the way to the warehouse */
+        TransferCourierAssignedData: {
+            /**
+             * @description The state before this event
+             * @enum {string}
+             */
+            previousState: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+            /** @description The courier, as the recipient may see them */
+            courier?: {
+                firstName: string;
+            };
+            /** @description Free text: the merchant's or courier's comment, or an operator's note */
+            comment?: string;
+        };
+        /** @description transfer.courier_assigned: A courier accepted the job and is on the way to the warehouse */
+        TransferCourierAssignedEvent: {
+            /**
+             * Format: uuid
+             * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+             */
+            id: string;
+            /** @constant */
+            type: "transfer.courier_assigned";
+            /**
+             * Format: uuid
+             * @description The transfer (for quote.created: the transfer_id the quote announced)
+             */
+            transferId: string;
+            /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+            sequence: number;
+            /** @description Global position across all events (ascending in the order they were written) */
+            position: number;
+            /** @constant */
+            state: "courierAssigned";
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            occurredAt: string;
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                type: "merchant" | "courier" | "operator" | "system";
+            };
+            data: components["schemas"]["TransferCourierAssignedData"];
+        };
+        /** @description The courier gave the job back; another courier is sought */
+        TransferCourierReleasedData: {
+            /**
+             * @description The state before this event
+             * @enum {string}
+             */
+            previousState: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+            /** @description Free text: the merchant's or courier's comment, or an operator's note */
+            comment?: string;
+        };
+        /** @description transfer.courier_released: The courier gave the job back; another courier is sought */
+        TransferCourierReleasedEvent: {
+            /**
+             * Format: uuid
+             * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+             */
+            id: string;
+            /** @constant */
+            type: "transfer.courier_released";
+            /**
+             * Format: uuid
+             * @description The transfer (for quote.created: the transfer_id the quote announced)
+             */
+            transferId: string;
+            /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+            sequence: number;
+            /** @description Global position across all events (ascending in the order they were written) */
+            position: number;
+            /** @constant */
+            state: "inProgress";
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            occurredAt: string;
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                type: "merchant" | "courier" | "operator" | "system";
+            };
+            data: components["schemas"]["TransferCourierReleasedData"];
+        };
+        /** @description The merchant paid for a delivery (POST /transfer); a courier is sought */
+        TransferCreatedData: {
+            /** @description The price paid, in major units */
+            totalPrice: number;
+            /** @description ISO 4217 currency of the amounts */
+            currency: string;
+            /** @description The product bought (absent on transfers made before it was recorded) */
+            productKey?: string;
+            /**
+             * Format: uuid
+             * @description The pickup warehouse (absent on transfers made before it was recorded)
+             */
+            warehouseId?: string;
+        };
+        /** @description transfer.created: The merchant paid for a delivery (POST /transfer); a courier is sought */
+        TransferCreatedEvent: {
+            /**
+             * Format: uuid
+             * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+             */
+            id: string;
+            /** @constant */
+            type: "transfer.created";
+            /**
+             * Format: uuid
+             * @description The transfer (for quote.created: the transfer_id the quote announced)
+             */
+            transferId: string;
+            /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+            sequence: number;
+            /** @description Global position across all events (ascending in the order they were written) */
+            position: number;
+            /** @constant */
+            state: "inProgress";
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            occurredAt: string;
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                type: "merchant" | "courier" | "operator" | "system";
+            };
+            data: components["schemas"]["TransferCreatedData"];
+        };
+        /** @description The parcel was handed over (with the recipient's deliveryPin); terminal */
+        TransferDeliveredData: {
+            /**
+             * @description The state before this event
+             * @enum {string}
+             */
+            previousState: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+            /** @description Free text: the merchant's or courier's comment, or an operator's note */
+            comment?: string;
+        };
+        /** @description transfer.delivered: The parcel was handed over (with the recipient's deliveryPin); terminal */
+        TransferDeliveredEvent: {
+            /**
+             * Format: uuid
+             * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+             */
+            id: string;
+            /** @constant */
+            type: "transfer.delivered";
+            /**
+             * Format: uuid
+             * @description The transfer (for quote.created: the transfer_id the quote announced)
+             */
+            transferId: string;
+            /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+            sequence: number;
+            /** @description Global position across all events (ascending in the order they were written) */
+            position: number;
+            /** @constant */
+            state: "delivered";
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            occurredAt: string;
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                type: "merchant" | "courier" | "operator" | "system";
+            };
+            data: components["schemas"]["TransferDeliveredData"];
+        };
+        /** @description The courier could not deliver; the parcel goes back to the warehouse */
+        TransferDeliveryFailedData: {
+            /**
+             * @description The state before this event
+             * @enum {string}
+             */
+            previousState: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+            /** @description RECIPIENT_UNAVAILABLE, WRONG_ADDRESS, RECIPIENT_REFUSED, PARCEL_DAMAGED or OTHER */
+            reason: string;
+            /** @description Free text: the merchant's or courier's comment, or an operator's note */
+            comment?: string;
+        };
+        /** @description transfer.delivery_failed: The courier could not deliver; the parcel goes back to the warehouse */
+        TransferDeliveryFailedEvent: {
+            /**
+             * Format: uuid
+             * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+             */
+            id: string;
+            /** @constant */
+            type: "transfer.delivery_failed";
+            /**
+             * Format: uuid
+             * @description The transfer (for quote.created: the transfer_id the quote announced)
+             */
+            transferId: string;
+            /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+            sequence: number;
+            /** @description Global position across all events (ascending in the order they were written) */
+            position: number;
+            /** @constant */
+            state: "returning";
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            occurredAt: string;
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                type: "merchant" | "courier" | "operator" | "system";
+            };
+            data: components["schemas"]["TransferDeliveryFailedData"];
+        };
+        /** @description The courier collected the parcel at the warehouse (with the transferCode) */
+        TransferPickedUpData: {
+            /**
+             * @description The state before this event
+             * @enum {string}
+             */
+            previousState: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+            /** @description Free text: the merchant's or courier's comment, or an operator's note */
+            comment?: string;
+        };
+        /** @description transfer.picked_up: The courier collected the parcel at the warehouse (with the transferCode) */
+        TransferPickedUpEvent: {
+            /**
+             * Format: uuid
+             * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+             */
+            id: string;
+            /** @constant */
+            type: "transfer.picked_up";
+            /**
+             * Format: uuid
+             * @description The transfer (for quote.created: the transfer_id the quote announced)
+             */
+            transferId: string;
+            /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+            sequence: number;
+            /** @description Global position across all events (ascending in the order they were written) */
+            position: number;
+            /** @constant */
+            state: "pickedUp";
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            occurredAt: string;
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                type: "merchant" | "courier" | "operator" | "system";
+            };
+            data: components["schemas"]["TransferPickedUpData"];
+        };
         TransferRequest: {
             /**
              * Format: uuid
@@ -1094,6 +1606,56 @@ export interface components {
             /** @description Free text describing the parcel */
             description: string;
             recipientInfo: components["schemas"]["RecipientInfo"];
+        };
+        /** @description The parcel is back at the warehouse; the price less the product's return fee is refunded; terminal */
+        TransferReturnedData: {
+            /**
+             * @description The state before this event
+             * @enum {string}
+             */
+            previousState: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+            /** @description The refund, in major units */
+            refundAmount: number;
+            /** @description The return fee kept, in major units */
+            returnFee: number;
+            /** @description ISO 4217 currency of the amounts */
+            currency: string;
+            /** @description Free text: the merchant's or courier's comment, or an operator's note */
+            comment?: string;
+        };
+        /** @description transfer.returned: The parcel is back at the warehouse; the price less the product's return fee is refunded; terminal */
+        TransferReturnedEvent: {
+            /**
+             * Format: uuid
+             * @description Event id; for quote.created it is the quote's event_id. Webhook deliveries carry it as webhook-id
+             */
+            id: string;
+            /** @constant */
+            type: "transfer.returned";
+            /**
+             * Format: uuid
+             * @description The transfer (for quote.created: the transfer_id the quote announced)
+             */
+            transferId: string;
+            /** @description Per transfer: 1, 2, 3... with no gaps (quote.created is 1, transfer.created 2). Order by it. */
+            sequence: number;
+            /** @description Global position across all events (ascending in the order they were written) */
+            position: number;
+            /** @constant */
+            state: "returned";
+            /**
+             * Format: date-time
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            occurredAt: string;
+            actor: {
+                /**
+                 * @description Who made the change
+                 * @enum {string}
+                 */
+                type: "merchant" | "courier" | "operator" | "system";
+            };
+            data: components["schemas"]["TransferReturnedData"];
         };
         Warehouse: {
             /** Format: uuid */
@@ -8863,7 +9425,748 @@ export interface operations {
             };
         };
     };
-    transferEventWebhook: {
+    quoteCreatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "quote.created",
+                 *       "timestamp": "2026-11-21T10:00:00.000Z",
+                 *       "data": {
+                 *         "id": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
+                 *         "type": "quote.created",
+                 *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                 *         "sequence": 1,
+                 *         "position": 41,
+                 *         "state": null,
+                 *         "occurredAt": "2026-11-21T10:00:00.000Z",
+                 *         "actor": {
+                 *           "type": "merchant"
+                 *         },
+                 *         "data": {
+                 *           "quoteId": "01a20059-0b3e-7a4c-9d2e-3f5a6b7c8d9e",
+                 *           "warehouseId": "01a20058-cb4a-7657-ba2b-fa105300957e",
+                 *           "expiresAt": "2026-11-21T10:15:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The event type (also data.type)
+                     * @constant
+                     */
+                    type: "quote.created";
+                    /**
+                     * Format: date-time
+                     * @description When the event occurred (data.occurredAt)
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["QuoteCreatedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    transferCreatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "transfer.created",
+                 *       "timestamp": "2026-11-21T10:01:00.000Z",
+                 *       "data": {
+                 *         "id": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
+                 *         "type": "transfer.created",
+                 *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                 *         "sequence": 2,
+                 *         "position": 42,
+                 *         "state": "inProgress",
+                 *         "occurredAt": "2026-11-21T10:01:00.000Z",
+                 *         "actor": {
+                 *           "type": "merchant"
+                 *         },
+                 *         "data": {
+                 *           "totalPrice": 314.38,
+                 *           "currency": "RUB",
+                 *           "productKey": "standard",
+                 *           "warehouseId": "01a20058-cb4a-7657-ba2b-fa105300957e"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The event type (also data.type)
+                     * @constant
+                     */
+                    type: "transfer.created";
+                    /**
+                     * Format: date-time
+                     * @description When the event occurred (data.occurredAt)
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["TransferCreatedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    transferCourierAssignedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "transfer.courier_assigned",
+                 *       "timestamp": "2026-11-21T10:02:00.000Z",
+                 *       "data": {
+                 *         "id": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
+                 *         "type": "transfer.courier_assigned",
+                 *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                 *         "sequence": 3,
+                 *         "position": 43,
+                 *         "state": "courierAssigned",
+                 *         "occurredAt": "2026-11-21T10:02:00.000Z",
+                 *         "actor": {
+                 *           "type": "courier"
+                 *         },
+                 *         "data": {
+                 *           "previousState": "inProgress",
+                 *           "courier": {
+                 *             "firstName": "Ivan"
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The event type (also data.type)
+                     * @constant
+                     */
+                    type: "transfer.courier_assigned";
+                    /**
+                     * Format: date-time
+                     * @description When the event occurred (data.occurredAt)
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["TransferCourierAssignedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    transferCourierReleasedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "transfer.courier_released",
+                 *       "timestamp": "2026-11-21T10:03:00.000Z",
+                 *       "data": {
+                 *         "id": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
+                 *         "type": "transfer.courier_released",
+                 *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                 *         "sequence": 4,
+                 *         "position": 44,
+                 *         "state": "inProgress",
+                 *         "occurredAt": "2026-11-21T10:03:00.000Z",
+                 *         "actor": {
+                 *           "type": "courier"
+                 *         },
+                 *         "data": {
+                 *           "previousState": "courierAssigned"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The event type (also data.type)
+                     * @constant
+                     */
+                    type: "transfer.courier_released";
+                    /**
+                     * Format: date-time
+                     * @description When the event occurred (data.occurredAt)
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["TransferCourierReleasedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    transferPickedUpWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "transfer.picked_up",
+                 *       "timestamp": "2026-11-21T10:04:00.000Z",
+                 *       "data": {
+                 *         "id": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
+                 *         "type": "transfer.picked_up",
+                 *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                 *         "sequence": 5,
+                 *         "position": 45,
+                 *         "state": "pickedUp",
+                 *         "occurredAt": "2026-11-21T10:04:00.000Z",
+                 *         "actor": {
+                 *           "type": "courier"
+                 *         },
+                 *         "data": {
+                 *           "previousState": "courierAssigned"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The event type (also data.type)
+                     * @constant
+                     */
+                    type: "transfer.picked_up";
+                    /**
+                     * Format: date-time
+                     * @description When the event occurred (data.occurredAt)
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["TransferPickedUpEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    transferDeliveredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "transfer.delivered",
+                 *       "timestamp": "2026-11-21T10:05:00.000Z",
+                 *       "data": {
+                 *         "id": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
+                 *         "type": "transfer.delivered",
+                 *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                 *         "sequence": 6,
+                 *         "position": 46,
+                 *         "state": "delivered",
+                 *         "occurredAt": "2026-11-21T10:05:00.000Z",
+                 *         "actor": {
+                 *           "type": "courier"
+                 *         },
+                 *         "data": {
+                 *           "previousState": "pickedUp"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The event type (also data.type)
+                     * @constant
+                     */
+                    type: "transfer.delivered";
+                    /**
+                     * Format: date-time
+                     * @description When the event occurred (data.occurredAt)
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["TransferDeliveredEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    transferDeliveryFailedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "transfer.delivery_failed",
+                 *       "timestamp": "2026-11-21T10:06:00.000Z",
+                 *       "data": {
+                 *         "id": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
+                 *         "type": "transfer.delivery_failed",
+                 *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                 *         "sequence": 7,
+                 *         "position": 47,
+                 *         "state": "returning",
+                 *         "occurredAt": "2026-11-21T10:06:00.000Z",
+                 *         "actor": {
+                 *           "type": "courier"
+                 *         },
+                 *         "data": {
+                 *           "previousState": "pickedUp",
+                 *           "reason": "RECIPIENT_UNAVAILABLE",
+                 *           "comment": "Nobody at the door"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The event type (also data.type)
+                     * @constant
+                     */
+                    type: "transfer.delivery_failed";
+                    /**
+                     * Format: date-time
+                     * @description When the event occurred (data.occurredAt)
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["TransferDeliveryFailedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    transferReturnedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (for events: the event id). The same on every retry and replay: dedupe on it. */
+                "webhook-id": string;
+                /** @description Unix seconds of this try; refuse it when too far from now (5 min) */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the base64-decoded part of the endpoint secret (after whsec_). Two signatures during a secret rotation. Verify with the standardwebhooks libraries. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "transfer.returned",
+                 *       "timestamp": "2026-11-21T10:07:00.000Z",
+                 *       "data": {
+                 *         "id": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
+                 *         "type": "transfer.returned",
+                 *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                 *         "sequence": 8,
+                 *         "position": 48,
+                 *         "state": "returned",
+                 *         "occurredAt": "2026-11-21T10:07:00.000Z",
+                 *         "actor": {
+                 *           "type": "courier"
+                 *         },
+                 *         "data": {
+                 *           "previousState": "returning",
+                 *           "refundAmount": 264.38,
+                 *           "returnFee": 50,
+                 *           "currency": "RUB"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The event type (also data.type)
+                     * @constant
+                     */
+                    type: "transfer.returned";
+                    /**
+                     * Format: date-time
+                     * @description When the event occurred (data.occurredAt)
+                     * @example 2026-11-21T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["TransferReturnedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled, no more deliveries */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Slow down: retried after Retry-After (seconds or HTTP date; at most 24 h) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unavailable: retried after Retry-After if given, else on the schedule */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Answer within 15 s; the body is ignored (the first 1 KiB is kept with the attempt). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, a timeout or a refused connection: retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    transferCancelledWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -8882,17 +10185,17 @@ export interface operations {
                 /**
                  * @example {
                  *       "type": "transfer.cancelled",
-                 *       "timestamp": "2026-11-21T10:09:00.000Z",
+                 *       "timestamp": "2026-11-21T10:08:00.000Z",
                  *       "data": {
-                 *         "id": "01a2005b-2d5a-7c6e-9f4a-7d8e9fa0b1c2",
+                 *         "id": "01a20059-0b3e-7a4c-9d2e-5b6c7d8e9fa0",
                  *         "type": "transfer.cancelled",
                  *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
-                 *         "sequence": 3,
-                 *         "position": 57,
+                 *         "sequence": 9,
+                 *         "position": 49,
                  *         "state": "cancelled",
-                 *         "occurredAt": "2026-11-21T10:09:00.000Z",
+                 *         "occurredAt": "2026-11-21T10:08:00.000Z",
                  *         "actor": {
-                 *           "type": "merchant"
+                 *           "type": "courier"
                  *         },
                  *         "data": {
                  *           "previousState": "inProgress",
@@ -8904,15 +10207,18 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description The event type (also data.type) */
-                    type: string;
+                    /**
+                     * @description The event type (also data.type)
+                     * @constant
+                     */
+                    type: "transfer.cancelled";
                     /**
                      * Format: date-time
                      * @description When the event occurred (data.occurredAt)
                      * @example 2026-11-21T10:00:00.000Z
                      */
                     timestamp: string;
-                    data: components["schemas"]["Event"];
+                    data: components["schemas"]["TransferCancelledEvent"];
                 };
             };
         };

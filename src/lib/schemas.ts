@@ -1,6 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { ERRORS, type ErrorCode } from '../lib/errors.ts';
-import { component, PROBLEM_VARIANT } from './components.ts';
+import { component, PROBLEM_VARIANT } from './openapi-components.ts';
 
 /** Shared schema pieces: ids, time stamps, the problem+json envelope and per-route error responses. */
 
@@ -79,7 +79,7 @@ export const Problem = component('Problem', Type.Object(problemProperties, { des
 const problemOf = (codes: ErrorCode[]) =>
   Type.Object(
     { ...problemProperties, type: StringEnum(codes, { description: 'Stable error type identifier; clients branch on it, never on `detail`' }) },
-    // Documented as the Problem component with `type` narrowed (src/http/components.ts).
+    // Documented as the Problem component with `type` narrowed (src/lib/openapi-components.ts).
     { description: 'RFC 9457 problem details', [PROBLEM_VARIANT]: { name: 'Problem', type: problemProperties.type } },
   );
 

@@ -2,15 +2,24 @@ import { timingSafeEqual } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { SchedulerPass } from '../../background/scheduler.ts';
-import type { Database } from '../../db/database.ts';
-import { retryChannel } from '../../db/transaction.ts';
-import { eventCommitted } from '../events/repository.ts';
-import { webhookAttempted } from '../webhooks/delivery.ts';
+import type { Database } from '../db/database.ts';
+import {
+  type EventCommitted,
+  eventCommitted,
+  retryChannel,
+  type SchedulerPass,
+  schedulerPassed,
+  type TransactionRetry,
+  type WebhookAttempted,
+  webhookAttempted,
+} from '../lib/channels.ts';
 
 const DB_SNAPSHOT_MS = 10_000;
 
 /**
+ * A cross-cutting layer: it only subscribes to the channels of src/lib/channels.ts (and reads the
+ * database for gauges); no module imports it, src/app.ts and the server wire it.
+ *
  * Prometheus metrics of one process (API, worker, or both): HTTP requests by route and status with
  * latency, database pool use and transaction retries, transfers by state and quotes by status (read
  * from the database, at most every 10 s), events written by type (counted after commit), scheduler
@@ -97,9 +106,10 @@ export class Metrics {
         for (const [status, n] of Object.entries((await snapshot()).quotes)) this.set({ status }, n);
       },
     });
-    this.#listen(retryChannel.name as string, (m) => this.transactionRetries.inc({ code: String((m as { code?: string }).code ?? 'unknown') }));
-    this.#listen(eventCommitted.name as string, (m) => this.eventsWritten.inc({ type: (m as { type: string }).type }));
-    this.#listen(webhookAttempted.name as string, (m) => this.webhookDeliveries.inc({ outcome: (m as { outcome: string }).outcome }));
+    this.#listen(retryChannel.name as string, (m) => this.transactionRetries.inc({ code: String((m as TransactionRetry).code ?? 'unknown') }));
+    this.#listen(eventCommitted.name as string, (m) => this.eventsWritten.inc({ type: (m as EventCommitted).type }));
+    this.#listen(webhookAttempted.name as string, (m) => this.webhookDeliveries.inc({ outcome: (m as WebhookAttempted).outcome }));
+    this.#listen(schedulerPassed.name as string, (m) => this.#schedulerPass(m as SchedulerPass));
     new Gauge({
       name: 'mds_webhook_outbox_lag_seconds',
       help: 'Age of the oldest webhook delivery that is due and not yet sent (0 when none), refreshed at most every 10 s',
@@ -110,8 +120,7 @@ export class Metrics {
     });
   }
 
-  /** The scheduler reports each pass here. */
-  schedulerPass(p: SchedulerPass): void {
+  #schedulerPass(p: SchedulerPass): void {
     this.schedulerPasses.inc();
     const actions = { cancelled: p.cancelled, sandbox_step: p.sandboxSteps, purged_idempotency_keys: p.purgedIdempotencyKeys, purged_quotes: p.purgedQuotes };
     for (const [action, n] of Object.entries(actions)) if (n > 0) this.schedulerActions.inc({ action }, n);

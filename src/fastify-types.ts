@@ -1,5 +1,5 @@
-import type { CourierPrincipal, MerchantPrincipal } from '../modules/auth/auth-service.ts';
-import type { Services } from '../services.ts';
+import type { CourierPrincipal, MerchantPrincipal } from './modules/auth/auth-service.ts';
+import type { Services } from './services.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {

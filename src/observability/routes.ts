@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../../lib/errors.ts';
+import { AppError } from '../lib/errors.ts';
 import { type Metrics, metricsTokenMatches } from './metrics.ts';
 
 /**
