@@ -491,7 +491,7 @@ export interface paths {
         put?: never;
         /**
          * Report your position
-         * @description Keeps your latest position (what recipients see on the tracking page while you carry their parcel). Not an event. At most one position a second is kept: faster reports get 429 `RATE_LIMITED` with `Retry-After: 1`.
+         * @description Keeps your latest position (what recipients see on the tracking page while you carry their parcel). Not an event. At most one position a second is kept: a report sooner than that (for instance right after going online with a position) is accepted and not stored, also with 204, so any sane cadence is never refused. Only a flood, more than 10 reports within one second, gets 429 `RATE_LIMITED` with `Retry-After: 1`.
          */
         post: operations["reportCourierLocation"];
         delete?: never;
@@ -6614,7 +6614,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Kept */
+            /** @description Accepted: kept, or dropped when the last kept position is less than a second old */
             204: {
                 headers: {
                     [name: string]: unknown;
