@@ -1755,7 +1755,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found */
+            /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1766,7 +1766,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "TRACKING_CODE_NOT_FOUND";
+                        type?: "TRACKING_CODE_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                     /**
                      * @example <!doctype html>
@@ -2321,7 +2321,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found */
+            /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2332,7 +2332,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WAREHOUSE_NOT_FOUND";
+                        type?: "WAREHOUSE_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -2492,7 +2492,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found */
+            /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2503,7 +2503,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WAREHOUSE_NOT_FOUND";
+                        type?: "WAREHOUSE_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -4167,7 +4167,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
+            /** @description `TRANSFER_NOT_FOUND`: Transfer not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4178,7 +4178,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "TRANSFER_NOT_FOUND";
+                        type?: "TRANSFER_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -4834,7 +4834,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4845,7 +4845,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -5016,7 +5016,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5027,7 +5027,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -5179,7 +5179,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5190,7 +5190,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
