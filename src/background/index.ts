@@ -23,9 +23,15 @@ export function startBackground(
   metrics?: Metrics,
 ): Background {
   const scheduler = parts.scheduler
-    ? startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, log, onPass: (p) => metrics?.schedulerPass(p) })
+    ? startScheduler({
+        ...services,
+        intervalMs: config.schedulerIntervalMs,
+        sandboxStepMs: config.sandboxStepSeconds * 1000,
+        log,
+        onPass: (p) => metrics?.schedulerPass(p),
+      })
     : undefined;
-  if (scheduler) log.info({ intervalMs: config.schedulerIntervalMs }, 'scheduler started');
+  if (scheduler) log.info({ intervalMs: config.schedulerIntervalMs, sandboxStepSeconds: config.sandboxStepSeconds }, 'scheduler started');
   const webhooks = parts.webhooks ? startWebhookWorker({ delivery: services.webhookDelivery, pollIntervalMs: config.webhookPollIntervalMs, log }) : undefined;
   if (webhooks) log.info({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookConcurrency }, 'webhook worker started');
   return {
