@@ -7,6 +7,7 @@ import { claimDatabase } from './db/backup.ts';
 import { type Database, migrateToLatest, openDatabase } from './db/database.ts';
 import { retryChannel } from './lib/channels.ts';
 import { systemClock } from './lib/clock.ts';
+import { logDestination } from './lib/log-output.ts';
 import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
 import { Metrics, startMetricsServer } from './observability/metrics.ts';
 import { createServices } from './services.ts';
@@ -35,7 +36,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const onRetry = (message: unknown) => app?.log.debug(message as object, 'transaction retried');
   retryChannel.subscribe(onRetry);
   const metrics = new Metrics(database);
-  app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config), metrics });
+  app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config), metrics, logStream: logDestination(config.nodeEnv) });
   // While stopping, answers close their connection: otherwise a connection busy when stop() began stays open
   // as an idle keep-alive one, and the shutdown waits out the 65 s keep-alive timeout.
   let closing = false;
@@ -72,7 +73,8 @@ export async function startWorker(config: Config): Promise<{ stop(): Promise<voi
   const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
   if (database.dialect === 'sqlite') await migrateToLatest(database);
   const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
-  const log = pino({ level: config.logLevel });
+  const dest = logDestination(config.nodeEnv);
+  const log = dest ? pino({ level: config.logLevel }, dest) : pino({ level: config.logLevel });
   // The worker signs no tokens: no key file is needed (or created) to run it.
   const services = createServices({ config, database, clock: systemClock, signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
   const metrics = new Metrics(database);

@@ -59,6 +59,22 @@ for (const storeName of STORES) {
       }
     });
 
+    test('SANDBOX_STEP_SECONDS below the scheduler interval is honoured: with 1 s steps and the default 5 s interval, the first step comes within about 2 s', async () => {
+      const server = await startServerProcess({ env: { ...store.env, SANDBOX_STEP_SECONDS: '1' } });
+      try {
+        const { api, transfer } = await sandboxDelivery(access, server.url);
+        const created = Date.now();
+        const assigned = await waitForState(api, transfer.id, 'courierAssigned', 2_500);
+        assert.equal(assigned.state, 'courierAssigned', `still ${assigned.state} ${Date.now() - created} ms after creation (a 5 s pass would be late)`);
+        const final = await waitForState(api, transfer.id, 'delivered', 5_000);
+        assert.equal(final.state, 'delivered');
+        assert.ok(Date.now() - created < 7_000, 'three 1 s steps, not three 5 s passes');
+        assert.match(server.stdout.join('\n'), /"intervalMs":5000,"sandboxStepSeconds":1,"msg":"scheduler started"/);
+      } finally {
+        await server.stop();
+      }
+    });
+
     test('SCHEDULER_ENABLED=false switches it off for an instance; mds worker runs it alone and stops cleanly on SIGTERM', async () => {
       const server = await startServerProcess({ env: { ...store.env, ...fast, SCHEDULER_ENABLED: 'false' } });
       try {

@@ -192,30 +192,82 @@ describeEachStore(
       ]);
     });
 
-    test('status and position: PUT /courier/status, POST /courier/location at most once a second (429), latest position kept, no event', async () => {
+    test('status and position: PUT /courier/status, POST /courier/location keeps one position a second, accepts (204) and drops sooner ones, no event', async () => {
       const t = ctx();
       const c = await t.courier('Pavel', NEAR);
+      const wentOnline = new Date(t.clock.now()).toISOString();
       const status = (await t.as(c, { method: 'GET', url: '/courier/status' })).json();
       assert.deepEqual(status, {
         id: c.courierId,
         firstName: 'Pavel',
         online: true,
-        location: { lat: NEAR.lat, lng: NEAR.lng, updatedAt: new Date(t.clock.now()).toISOString() },
+        location: { lat: NEAR.lat, lng: NEAR.lng, updatedAt: wentOnline },
         activeJobs: 0,
         maxJobs: 1,
       });
+      // The first update in the same second as going online: accepted, not stored (it used to be a 429).
+      const sameSecond = await t.as(c, { method: 'POST', url: '/courier/location', payload: { lat: 0.001, lng: 0.001 } });
+      assert.equal(sameSecond.statusCode, 204, sameSecond.body);
+      assert.equal(sameSecond.body, '');
+      assert.deepEqual((await t.as(c, { method: 'GET', url: '/courier/status' })).json().location, { lat: NEAR.lat, lng: NEAR.lng, updatedAt: wentOnline });
       t.clock.advance(1000);
       const moved = await t.as(c, { method: 'POST', url: '/courier/location', payload: { lat: 0.002, lng: 0.003 } });
       assert.equal(moved.statusCode, 204);
       assert.equal(moved.body, '');
+      const keptAt = new Date(t.clock.now()).toISOString();
       const tooSoon = await t.as(c, { method: 'POST', url: '/courier/location', payload: { lat: 0.004, lng: 0.005 } });
-      assert.equal(tooSoon.statusCode, 429);
-      assert.equal(tooSoon.headers['retry-after'], '1');
-      assert.equal(tooSoon.json().type, 'RATE_LIMITED');
+      assert.equal(tooSoon.statusCode, 204, 'sooner than a second: accepted, not stored');
       const after = (await t.as(c, { method: 'GET', url: '/courier/status' })).json();
-      assert.deepEqual(after.location, { lat: 0.002, lng: 0.003, updatedAt: new Date(t.clock.now()).toISOString() });
+      assert.deepEqual(after.location, { lat: 0.002, lng: 0.003, updatedAt: keptAt });
+      assert.deepEqual((await t.as(c, { method: 'GET', url: '/courier/status' })).json().activeJobs, 0);
       const offline = await t.as(c, { method: 'PUT', url: '/courier/status', payload: { online: false } });
       assert.equal(offline.json().online, false);
+    });
+
+    test('a courier on a normal cadence (every 250 ms for 5 s) is never refused and one position a second is kept; only a flood (more than 10 in one second) is a 429', async () => {
+      const t = ctx();
+      const c = await t.courier('Olga', NEAR);
+      t.clock.advance(1000 - (t.clock.now() % 1000)); // start on a second boundary
+      const kept: string[] = [];
+      for (let i = 1; i <= 20; i++) {
+        const lat = 0.0001 * i;
+        const res = await t.as(c, { method: 'POST', url: '/courier/location', payload: { lat, lng: 0 } });
+        assert.equal(res.statusCode, 204, `update ${i}: ${res.body}`);
+        const loc = (await t.as(c, { method: 'GET', url: '/courier/status' })).json().location;
+        if (loc.lat === lat) kept.push(loc.updatedAt);
+        t.clock.advance(250);
+      }
+      assert.equal(kept.length, 5, 'one position a second kept over 5 s');
+      for (let i = 1; i < kept.length; i++) assert.ok(Date.parse(kept[i]) - Date.parse(kept[i - 1]) >= 1000);
+
+      // A flood: 10 reports in one second are accepted, the 11th and later are 429 and change nothing.
+      t.clock.advance(1000 - (t.clock.now() % 1000));
+      const before = (await t.as(c, { method: 'GET', url: '/courier/status' })).json().location;
+      const answers = [];
+      for (let i = 0; i < 12; i++) answers.push(await t.as(c, { method: 'POST', url: '/courier/location', payload: { lat: 1 + i / 1000, lng: 1 } }));
+      assert.deepEqual(
+        answers.map((a) => a.statusCode),
+        [204, 204, 204, 204, 204, 204, 204, 204, 204, 204, 429, 429],
+      );
+      const flood = answers[10];
+      assert.equal(flood.headers['retry-after'], '1');
+      assert.deepEqual(
+        { ...(flood.json() as Record<string, unknown>), requestId: undefined },
+        {
+          type: 'RATE_LIMITED',
+          title: 'Too many requests',
+          status: 429,
+          detail: 'Send your position at most 10 times a second (one a second is kept)',
+          requestId: undefined,
+        },
+      );
+      const during = (await t.as(c, { method: 'GET', url: '/courier/status' })).json().location;
+      assert.deepEqual(during, { lat: 1, lng: 1, updatedAt: new Date(t.clock.now()).toISOString() }, 'the first of the second was kept');
+      assert.notDeepEqual(during, before);
+      t.clock.advance(1000);
+      const next = await t.as(c, { method: 'POST', url: '/courier/location', payload: { lat: 2, lng: 2 } });
+      assert.equal(next.statusCode, 204, 'the next second is accepted again');
+      assert.equal((await t.as(c, { method: 'GET', url: '/courier/status' })).json().location.lat, 2);
     });
   },
   { AUTH_CACHE_TTL_MS: '0' },

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { ARTIFACTS, browserSkip, launchChromium } from './helpers/browser.ts';
+import { ARTIFACTS, assertAccessible, browserSkip, launchChromium } from './helpers/browser.ts';
 import { documentedOperations, loadOpenApi } from './helpers/contract.ts';
 
 /**
@@ -30,8 +30,11 @@ describe('the docs page in headless Chromium', { skip: SKIP }, () => {
     await t?.close();
   });
 
-  test('/docs lists every operation of openapi.json, with no console error, no failed or foreign request', { timeout: 120_000 }, async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  test('/docs lists every operation of openapi.json, with no console error, no failed or foreign request; no serious or critical axe-core violation', {
+    timeout: 300_000,
+  }, async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
     const origin = new URL(base).origin;
     const consoleErrors: string[] = [];
     const failed: string[] = [];
@@ -79,6 +82,17 @@ describe('the docs page in headless Chromium', { skip: SKIP }, () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: resolve(ARTIFACTS, 'docs.png'), fullPage: true });
 
+    // axe-core: nothing serious or critical, as loaded and with operations opened (parameters, a request
+    // body, examples); no top bar (its unlabelled URL box and logo), every select named.
+    await assertAccessible(page, '/docs');
+    assert.equal(await page.locator('.topbar').count(), 0);
+    assert.equal(await page.getAttribute('#servers', 'aria-label'), 'Server');
+    await page.click('#operations-warehouses-createWarehouse .opblock-summary-control');
+    await page.click('#operations-warehouses-listWarehouses .opblock-summary-control');
+    await page.waitForSelector('#operations-warehouses-listWarehouses .parameters');
+    await page.waitForSelector('#operations-warehouses-createWarehouse pre.microlight');
+    await assertAccessible(page, '/docs with two operations opened');
+
     assert.deepEqual(foreign, [], 'requests to hosts other than the local server (a CDN?)');
     assert.deepEqual(failed, [], 'failed requests');
     assert.deepEqual(consoleErrors, [], 'console errors');
@@ -86,6 +100,6 @@ describe('the docs page in headless Chromium', { skip: SKIP }, () => {
       requested.some((u) => u.startsWith(`${origin}/docs/`)),
       `the page loaded its assets from the server: ${requested.join(', ')}`,
     );
-    await page.close();
+    await context.close();
   });
 });

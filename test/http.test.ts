@@ -4,6 +4,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { describeEachStore, TEST_SIGNING_KEYS as TOKEN_SIGNING_KEYS, warehouseBody } from './helpers/app.ts';
+import { paidTransfer, setup } from './helpers/flow.ts';
 import { createStore, migrateForTest, STORES } from './helpers/stores.ts';
 
 describeEachStore('HTTP plumbing', (ctx) => {
@@ -185,6 +186,65 @@ describeEachStore('HTTP plumbing', (ctx) => {
     assert.doesNotMatch(page.body, /https?:\/\/(?!127\.0\.0\.1|localhost)[a-z0-9.-]+\.[a-z]{2,}\/[^"']*\.(js|css)/i, 'no external scripts or styles');
   });
 });
+
+describeEachStore(
+  'bodies on operations without a request body',
+  (ctx) => {
+    test('an empty body sent with content-type: application/json is no body: the move and the rotation succeed; an operation with a body still refuses it (400)', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      const tr = await paidTransfer(t, m, w.id);
+      const c = await t.courier('Ivan Petrov', { lat: 55.7575, lng: 37.6136 });
+      const json = { 'content-type': 'application/json' };
+      const accepted = await t.as(c, { method: 'POST', url: `/courier/jobs/${tr.id}/accept`, headers: json, payload: '' });
+      assert.equal(accepted.statusCode, 200, accepted.body);
+      assert.equal(accepted.json().state, 'courierAssigned');
+      const ep = (await t.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/hook' } })).json();
+      const rotated = await t.as(m, { method: 'POST', url: `/webhook-endpoints/${ep.id}/rotate-secret`, headers: json, payload: '' });
+      assert.equal(rotated.statusCode, 200, rotated.body);
+      assert.notEqual(rotated.json().secret, ep.secret);
+      const before = await t.as(m, { method: 'GET', url: '/warehouses' });
+      for (const url of ['/warehouses', '/options', '/transfer', `/transfer/${tr.id}/cancel`]) {
+        const empty = await t.as(m, { method: 'POST', url, headers: json, payload: '' });
+        assert.equal(empty.statusCode, 400, url);
+        assert.deepEqual(
+          { ...(empty.json() as Record<string, unknown>), requestId: undefined },
+          {
+            type: 'VALIDATION_FAILED',
+            title: 'Request validation failed',
+            status: 400,
+            detail: 'The request body is empty; send a JSON object',
+            requestId: undefined,
+            errors: [{ path: '', message: 'must be a JSON object' }],
+          },
+        );
+      }
+      assert.deepEqual((await t.as(m, { method: 'GET', url: '/warehouses' })).json(), before.json(), 'nothing written');
+    });
+
+    test('an Idempotency-Key on an operation without a body ignores any body sent (even 5,000 levels deep) and junk query parameters keep their meaning', async () => {
+      const t = ctx();
+      const { m } = await setup(t);
+      const ep = (await t.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/hook' } })).json();
+      const deep = `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`;
+      const url = `/webhook-endpoints/${ep.id}/rotate-secret?limit=663&status=BOTH&cursor=%ED%A0%80&extra=e0Tb`;
+      const headers = { 'idempotency-key': 'rotate-deep-1', 'content-type': 'application/json; charset=UTF-8' };
+      const first = await t.as(m, { method: 'POST', url, headers, payload: deep });
+      assert.equal(first.statusCode, 200, first.body);
+      assert.ok(!t.logs.some((l) => l.includes('Maximum call stack')), 'no stack overflow');
+      // The body is not part of what the operation reads, so another body with the same key replays the answer.
+      const again = await t.as(m, { method: 'POST', url, headers, payload: '{"b":2}' });
+      assert.equal(again.statusCode, 200);
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(again.json(), first.json());
+      // Another query is another request: the key's reuse is refused.
+      const other = await t.as(m, { method: 'POST', url: `/webhook-endpoints/${ep.id}/rotate-secret`, headers, payload: deep });
+      assert.equal(other.statusCode, 422);
+      assert.equal(other.json().type, 'IDEMPOTENCY_KEY_REUSED');
+    });
+  },
+  { WEBHOOK_ALLOW_PRIVATE: 'true' },
+);
 
 describeEachStore('internal errors', (ctx) => {
   test('an unexpected failure is a 500 INTERNAL_ERROR with no internals in the body, logged with the request id', async () => {

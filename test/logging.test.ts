@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
+import pino from 'pino';
+import { logDestination, prettyLogs } from '../src/lib/log-output.ts';
 import { describeEachStore, warehouseBody } from './helpers/app.ts';
 
 /** Sends raw bytes (what fetch would refuse to send) and returns the whole answer. */
@@ -84,3 +87,34 @@ describeEachStore(
   },
   { LOG_LEVEL: 'trace' },
 );
+
+test('logs are pretty on a developer terminal (stdout a TTY, NODE_ENV development or unset) and JSON lines everywhere else', () => {
+  assert.equal(prettyLogs(true, undefined), true);
+  assert.equal(prettyLogs(true, ''), true);
+  assert.equal(prettyLogs(true, 'development'), true);
+  for (const env of ['production', 'test', 'staging']) assert.equal(prettyLogs(true, env), false, env);
+  for (const env of [undefined, 'development', 'production']) {
+    assert.equal(prettyLogs(false, env), false, `not a TTY, ${env}`);
+    assert.equal(prettyLogs(undefined, env), false, `stdout closed or redirected, ${env}`);
+  }
+  assert.equal(logDestination('development', false), undefined, 'JSON lines on plain stdout');
+  assert.equal(logDestination('production', true), undefined);
+});
+
+test('the pretty stream prints readable lines, with the same redaction as the JSON lines', async () => {
+  const out = new PassThrough();
+  let text = '';
+  out.on('data', (d) => {
+    text += d.toString();
+  });
+  const dest = logDestination('development', true, out);
+  assert.ok(dest, 'a pretty stream on a development TTY');
+  const log = pino({ redact: { paths: ['req.headers.authorization'], censor: '[REDACTED]' } }, dest);
+  log.info({ req: { headers: { authorization: 'Bearer secret-token-value' } } }, 'ready: http://127.0.0.1:3000');
+  await new Promise((r) => setImmediate(r));
+  assert.match(text, /INFO/);
+  assert.match(text, /ready: http:\/\/127\.0\.0\.1:3000/);
+  assert.doesNotMatch(text, /^\{/, 'not a JSON line');
+  assert.doesNotMatch(text, /secret-token-value/);
+  assert.match(text, /\[REDACTED\]/);
+});

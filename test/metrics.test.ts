@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { startScheduler } from '../src/background/scheduler.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
@@ -7,6 +8,13 @@ import { openStore, startServerProcess } from './helpers/server-process.ts';
 import { createStore, STORES } from './helpers/stores.ts';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
+
+/** Prometheus' own linter (Debian's `prometheus` package); CI installs it, REQUIRE_PROMTOOL=1 makes its absence a failure. */
+const PROMTOOL = spawnSync('promtool', ['--version']).status === 0;
+const promtoolSkip =
+  !PROMTOOL && process.env.REQUIRE_PROMTOOL !== '1'
+    ? 'promtool not installed (apt-get install -y prometheus) to lint /metrics; REQUIRE_PROMTOOL=1 makes this a failure'
+    : false;
 
 /** The value of one sample line of the Prometheus text format, e.g. mds_http_requests_total{method="GET",...}. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -64,6 +72,20 @@ for (const store of STORES) {
       assert.ok((sample(text, 'mds_process_resident_memory_bytes') ?? 0) > 0, 'process metrics');
       assert.equal(text.includes(m.clientSecret) || text.includes(tr.deliveryPin + '"'), false);
       if (store === 'postgres') assert.ok((sample(text, 'mds_db_pool_connections', { state: 'total' }) ?? 0) >= 1);
+    });
+
+    test('promtool check metrics finds nothing wrong (no gauge named _total); the active handle/request/resource counts are per type', {
+      skip: promtoolSkip,
+    }, async () => {
+      assert.ok(PROMTOOL, 'REQUIRE_PROMTOOL=1 but promtool is not on PATH: apt-get install -y prometheus');
+      const res = await t.request({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.equal(res.statusCode, 200);
+      const lint = spawnSync('promtool', ['check', 'metrics'], { input: res.body, encoding: 'utf8' });
+      assert.equal(`${lint.stdout}${lint.stderr}`.trim(), '', 'promtool reports nothing');
+      assert.equal(lint.status, 0);
+      assert.doesNotMatch(res.body, /^# TYPE mds_nodejs_active_\w+_total /m);
+      assert.match(res.body, /^# TYPE mds_nodejs_active_handles gauge$/m);
+      assert.match(res.body, /^# TYPE mds_nodejs_active_resources gauge$/m);
     });
   });
 }

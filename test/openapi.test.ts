@@ -240,6 +240,44 @@ describe('GET /openapi.json', () => {
     assert.deepEqual(res.json(), JSON.parse(readFileSync(OPENAPI_PATH, 'utf8')));
   });
 
+  test('a trailing slash where an operation ends in a path parameter (what Prism matches as that operation with the parameter empty) is a 404 ROUTE_NOT_FOUND that the operation documents', async () => {
+    const document = loadOpenApi();
+    const ajv = documentAjv(document);
+    const matched = documentedOperations(document).filter(({ path }) => /\/\{[^}]+\}$/.test(path));
+    assert.deepEqual(
+      matched.map(({ method, path }) => `${method} ${path}`),
+      [
+        'GET /track/{trackingCode}',
+        'GET /warehouses/{id}',
+        'PUT /warehouses/{id}',
+        'GET /transfer/{transferId}',
+        'GET /webhook-endpoints/{id}',
+        'PUT /webhook-endpoints/{id}',
+        'DELETE /webhook-endpoints/{id}',
+      ],
+    );
+    for (const { method, path, operation } of matched) {
+      const url = path.replace(/\{[^}]+\}$/, '');
+      const res = await t.app.inject({ method: method as 'GET', url, headers: { accept: 'application/json' } });
+      const where = `${method} ${url}`;
+      assert.equal(res.statusCode, 404, where);
+      const body = res.json();
+      assert.equal(body.type, 'ROUTE_NOT_FOUND', where);
+      // Where the path without the slash exists (GET /warehouses), the detail names it; otherwise it points to /docs.
+      assert.ok(
+        [
+          `No endpoint ${method} ${url}: remove the trailing slash (${method} ${url.slice(0, -1)})`,
+          `No endpoint ${method} ${url}; the endpoints are listed at /docs`,
+        ].includes(body.detail),
+        body.detail,
+      );
+      const schema = operation.responses['404']?.content?.['application/problem+json']?.schema;
+      assert.ok(schema, `${operation.operationId} documents a 404 problem`);
+      const validate = compileDocumentSchema(ajv, schema);
+      assert.ok(validate(body), `${operation.operationId}'s 404 allows ROUTE_NOT_FOUND: ${JSON.stringify(validate.errors)}`);
+    }
+  });
+
   test('an unknown route answers 404 ROUTE_NOT_FOUND, which the contract check accepts', async () => {
     const res = await t.request({ method: 'GET', url: '/no-such-endpoint', headers: { 'x-request-id': 'rid-404' } });
     assert.equal(res.statusCode, 404);

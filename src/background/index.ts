@@ -15,8 +15,10 @@ export interface BackgroundParts {
 
 /** Everything that runs beside the HTTP API: `mds serve` embeds it (unless switched off), `mds worker` runs it alone. */
 export function startBackground(services: Services, config: Config, log: Logger, parts: BackgroundParts = { scheduler: true, webhooks: true }): Background {
-  const scheduler = parts.scheduler ? startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, log }) : undefined;
-  if (scheduler) log.info({ intervalMs: config.schedulerIntervalMs }, 'scheduler started');
+  const scheduler = parts.scheduler
+    ? startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, sandboxStepMs: config.sandboxStepSeconds * 1000, log })
+    : undefined;
+  if (scheduler) log.info({ intervalMs: config.schedulerIntervalMs, sandboxStepSeconds: config.sandboxStepSeconds }, 'scheduler started');
   const webhooks = parts.webhooks ? startWebhookWorker({ delivery: services.webhookDelivery, pollIntervalMs: config.webhookPollIntervalMs, log }) : undefined;
   if (webhooks) log.info({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookConcurrency }, 'webhook worker started');
   return {

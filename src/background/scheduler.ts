@@ -27,6 +27,12 @@ export function startScheduler(opts: {
   idempotency: IdempotencyService;
   quotes: QuotesService;
   intervalMs: number;
+  /**
+   * SANDBOX_STEP_SECONDS in ms (0: no automatic steps). When a step is shorter than the interval, the
+   * sandbox's due steps are also looked for every half step between the full passes, so a 1 s step
+   * happens within about 1.5 s instead of at the next 5 s pass.
+   */
+  sandboxStepMs?: number;
   log: Logger;
   batch?: number;
 }): Scheduler {
@@ -48,10 +54,22 @@ export function startScheduler(opts: {
     return pass;
   };
 
+  /** Between full passes, only the sandbox's due steps (a pass of its own in the metrics). */
+  const runSandboxSteps = async (): Promise<SchedulerPass> => {
+    const pass = { cancelled: 0, sandboxSteps: await opts.transfers.stepSandbox(batch), purgedIdempotencyKeys: 0, purgedQuotes: 0 };
+    if (schedulerPassed.hasSubscribers) schedulerPassed.publish(pass);
+    return pass;
+  };
+  const stepMs = opts.sandboxStepMs ?? 0;
+  const periodMs = stepMs > 0 && stepMs / 2 < opts.intervalMs ? Math.max(100, stepMs / 2) : opts.intervalMs;
+  let lastFullPass = Date.now();
+
   const tick = async () => {
     let again = false;
     try {
-      running = runOnce();
+      const full = Date.now() - lastFullPass >= opts.intervalMs - periodMs / 2;
+      if (full) lastFullPass = Date.now();
+      running = full ? runOnce() : runSandboxSteps();
       const r = (await running) as SchedulerPass;
       again = r.cancelled >= batch || r.sandboxSteps >= batch || r.purgedIdempotencyKeys >= batch * 5 || r.purgedQuotes >= batch * 5;
     } catch (err) {
@@ -59,9 +77,9 @@ export function startScheduler(opts: {
     } finally {
       running = undefined;
     }
-    if (!stopped) timer = setTimeout(tick, again ? 0 : opts.intervalMs);
+    if (!stopped) timer = setTimeout(tick, again ? 0 : periodMs);
   };
-  timer = setTimeout(tick, opts.intervalMs);
+  timer = setTimeout(tick, periodMs);
 
   return {
     runOnce,

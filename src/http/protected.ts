@@ -27,8 +27,12 @@ export function protect(app: FastifyInstance): void {
         errors: [{ path: '/headers/idempotency-key', message: 'must be 1 to 255 printable ASCII characters' }],
       });
     }
-    // Validation already ran, so the body is well-formed; key order does not change the fingerprint.
-    const fingerprint = sha256(`${request.method} ${request.url}\n${stableStringify(request.body ?? null)}`);
+    // The fingerprint covers what the operation reads: its body only if it takes one (then validation
+    // already ran, so the body is bounded and well-formed; key order does not change it). An operation
+    // without a request body ignores whatever body came, and walking that unvalidated, possibly very
+    // deep JSON would overflow the stack (a 500).
+    const body = request.routeOptions.schema?.body ? (request.body ?? null) : null;
+    const fingerprint = sha256(`${request.method} ${request.url}\n${stableStringify(body)}`);
     const result = await app.services.idempotency.begin(request.principal.merchantId, key, fingerprint);
     if (result.kind === 'replay') {
       const { status, headers, body } = result.response;

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { AppError } from '../lib/errors.ts';
+import { homeCsp, homePage, prefersHtml } from './home-page.ts';
 
 /**
  * What the router answers when a request matches no route exactly, worked out from the routes that
@@ -71,8 +72,12 @@ export function registerRouting(app: FastifyInstance): void {
     throw noRoute(request);
   });
 
-  app.get('/', { schema: { hide: true } }, async (_request, reply) => {
-    reply.header('link', '</docs>; rel="service-doc", </openapi.json>; rel="service-desc"');
+  app.get('/', { schema: { hide: true } }, async (request, reply) => {
+    reply.header('link', '</docs>; rel="service-doc", </openapi.json>; rel="service-desc"').header('vary', 'accept');
+    if (prefersHtml(request.headers.accept)) {
+      const { html, nonce } = homePage();
+      return reply.header('content-security-policy', homeCsp(nonce)).header('x-content-type-options', 'nosniff').type('text/html; charset=utf-8').send(html);
+    }
     return {
       service: 'merchant-delivery-service',
       docs: '/docs',

@@ -73,6 +73,10 @@ export class Metrics {
   constructor(database: Database) {
     this.#database = database;
     collectDefaultMetrics({ register: this.registry, prefix: 'mds_' });
+    // prom-client's totals of active handles, requests and resources are gauges named `_total`, which
+    // the Prometheus naming rules (and `promtool check metrics`) keep for counters. The same numbers
+    // are the sum of the per-type gauges (`sum(mds_nodejs_active_handles)`), so the totals are dropped.
+    for (const kind of ['handles', 'requests', 'resources']) this.registry.removeSingleMetric(`mds_nodejs_active_${kind}_total`);
     const pool = database.poolStats;
     new Gauge({
       name: 'mds_db_pool_connections',

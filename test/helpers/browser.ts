@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import AxeBuilder from '@axe-core/playwright';
+import { type Browser, chromium, type Page } from 'playwright-core';
 
 /**
  * Headless Chromium for the page tests: Debian's package (apt-get install chromium; CHROMIUM_PATH
@@ -33,4 +34,28 @@ const LAUNCH_ARGS = [
 export async function launchChromium(): Promise<Browser> {
   if (!HAVE_BROWSER) assert.fail(`REQUIRE_BROWSER=1 but there is no Chromium at ${CHROMIUM}: install it with apt-get install -y chromium`);
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, timeout: 60_000 });
+}
+
+/**
+ * axe-core (Deque's accessibility rules, through @axe-core/playwright) on the page as it is now: the
+ * serious and critical violations, one line each (rule, impact, how many nodes, the first targets).
+ * Every page test runs it; an empty list is the bar.
+ */
+export async function seriousAxeViolations(page: Page): Promise<string[]> {
+  // Violations only: collecting the passes too doubles the time on a page as large as Swagger UI's.
+  const result = await new AxeBuilder({ page }).options({ resultTypes: ['violations'] }).analyze();
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(
+      (v) =>
+        `${v.id} (${v.impact}, ${v.nodes.length} nodes: ${v.help}): ${v.nodes
+          .slice(0, 3)
+          .map((n) => n.target.join(' '))
+          .join('; ')}`,
+    );
+}
+
+/** Fails with the list when axe finds a serious or critical violation on the page. */
+export async function assertAccessible(page: Page, what: string): Promise<void> {
+  assert.deepEqual(await seriousAxeViolations(page), [], `axe-core: serious or critical violations on ${what}`);
 }

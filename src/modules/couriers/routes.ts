@@ -66,10 +66,13 @@ export async function courierRoutes(fastify: FastifyInstance): Promise<void> {
         tags: ['couriers'],
         summary: 'Report your position',
         description:
-          'Keeps your latest position (what recipients see on the tracking page while you carry their parcel). Not an event. At most one position a second is kept: faster reports get 429 `RATE_LIMITED` with `Retry-After: 1`.',
+          'Keeps your latest position (what recipients see on the tracking page while you carry their parcel). Not an event. At most one position a second is kept: a report sooner than that (for instance right after going online with a position) is accepted and not stored, also with 204, so any sane cadence is never refused. Only a flood, more than 10 reports within one second, gets 429 `RATE_LIMITED` with `Retry-After: 1`.',
         security,
         body: LocationInput,
-        response: { 204: Type.Null({ description: 'Kept' }), ...errorResponses([...BODY_ERRORS, ...COURIER_AUTH, 'RATE_LIMITED']) },
+        response: {
+          204: Type.Null({ description: 'Accepted: kept, or dropped when the last kept position is less than a second old' }),
+          ...errorResponses([...BODY_ERRORS, ...COURIER_AUTH, 'RATE_LIMITED']),
+        },
       },
     },
     async (request, reply) => {

@@ -18,8 +18,10 @@ import type { CourierStatus, CourierStatusInput, CurrentJob, OpenJob } from './s
 
 /** Wrong transferCode / deliveryPin entries a job tolerates; the next locks it until an operator unlocks it. */
 export const MAX_CODE_ATTEMPTS = 5;
-/** Positions are kept at most once a second per courier; faster pings get 429 (the tracking page needs no more). */
+/** Positions are kept at most once a second per courier (the tracking page needs no more); sooner ones are accepted and dropped. */
 export const LOCATION_MIN_INTERVAL_MS = 1000;
+/** More reports than this within one second (per courier, per instance) is a flood, not a cadence: 429. */
+export const LOCATION_FLOOD_PER_SECOND = 10;
 const OPEN_JOBS_LIMIT = 50;
 // The API's own text rules, so the CLI refuses what the API would.
 const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u');
@@ -146,11 +148,34 @@ export class CouriersService {
     return this.status(courierId);
   }
 
-  /** The latest position (for jobs nearby and the tracking page); not an event. At most one per second is kept. */
-  async moveTo(courierId: string, lat: number, lng: number): Promise<void> {
-    if (!(await couriersRepository.moveTo(this.#db, courierId, lat, lng, this.#clock.now(), LOCATION_MIN_INTERVAL_MS))) {
-      throw new AppError('RATE_LIMITED', 'Send your position at most once a second', { headers: { 'retry-after': '1' } });
+  /**
+   * The latest position (for jobs nearby and the tracking page); not an event. At most one per second
+   * is kept: a report sooner than that (e.g. right after going online with a position) is accepted and
+   * dropped, so a courier app on any sane cadence is never refused. Only a flood (more than
+   * LOCATION_FLOOD_PER_SECOND reports in one second) is a 429. True when the position was stored.
+   */
+  async moveTo(courierId: string, lat: number, lng: number): Promise<boolean> {
+    const now = this.#clock.now();
+    if (this.#flooding(courierId, now)) {
+      throw new AppError('RATE_LIMITED', `Send your position at most ${LOCATION_FLOOD_PER_SECOND} times a second (one a second is kept)`, {
+        headers: { 'retry-after': '1' },
+      });
     }
+    return couriersRepository.moveTo(this.#db, courierId, lat, lng, now, LOCATION_MIN_INTERVAL_MS);
+  }
+
+  /** Reports per courier in the current one-second window (in memory, per instance; stale windows are pruned). */
+  readonly #reports = new Map<string, { second: number; count: number }>();
+  #flooding(courierId: string, now: number): boolean {
+    const second = Math.floor(now / 1000);
+    if (this.#reports.size > 10_000) for (const [id, w] of this.#reports) if (w.second < second) this.#reports.delete(id);
+    const w = this.#reports.get(courierId);
+    if (!w || w.second !== second) {
+      this.#reports.set(courierId, { second, count: 1 });
+      return false;
+    }
+    w.count++;
+    return w.count > LOCATION_FLOOD_PER_SECOND;
   }
 
   /** Open live jobs within radiusKm of the courier, nearest first. */

@@ -24,7 +24,7 @@ export async function trackingRoutes(fastify: FastifyInstance): Promise<void> {
       example: trackingPage(TRACKING_EXAMPLE, 'EXAMPLE-NONCE', 10),
     },
   };
-  const notFound = problemResponses(['TRACKING_CODE_NOT_FOUND']) as Record<number, { content: Record<string, unknown> }>;
+  const notFound = problemResponses(['TRACKING_CODE_NOT_FOUND', 'ROUTE_NOT_FOUND']) as Record<number, { content: Record<string, unknown> }>;
   notFound[404].content = {
     ...notFound[404].content,
     'text/html': { schema: { type: 'string', description: 'A "not found" page' }, example: notFoundPage('EXAMPLE-NONCE') },

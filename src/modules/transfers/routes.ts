@@ -180,7 +180,7 @@ export async function transferRoutes(fastify: FastifyInstance): Promise<void> {
         params: TransferParams,
         response: {
           200: json(Transfer, 'The transfer', TRANSFER_EXAMPLE),
-          ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, 'TRANSFER_NOT_FOUND'], badId),
+          ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, 'TRANSFER_NOT_FOUND', 'ROUTE_NOT_FOUND'], badId),
         },
       },
     },

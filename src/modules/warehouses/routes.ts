@@ -87,7 +87,7 @@ export async function warehouseRoutes(fastify: FastifyInstance): Promise<void> {
         params: WarehouseParams,
         response: {
           200: json(Warehouse, 'The warehouse', WAREHOUSE_EXAMPLE),
-          ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, 'WAREHOUSE_NOT_FOUND'], badId),
+          ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, 'WAREHOUSE_NOT_FOUND', 'ROUTE_NOT_FOUND'], badId),
         },
       },
     },
@@ -107,7 +107,7 @@ export async function warehouseRoutes(fastify: FastifyInstance): Promise<void> {
         body: WarehouseInput,
         response: {
           200: json(Warehouse, 'The updated warehouse', { ...WAREHOUSE_EXAMPLE, updatedAt: '2026-11-21T11:30:00.000Z' }),
-          ...errorResponses([...BODY_ERRORS, ...AUTH_ERRORS, 'WAREHOUSE_NOT_FOUND']),
+          ...errorResponses([...BODY_ERRORS, ...AUTH_ERRORS, 'WAREHOUSE_NOT_FOUND', 'ROUTE_NOT_FOUND']),
         },
       },
     },

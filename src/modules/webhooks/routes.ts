@@ -85,7 +85,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         params: EndpointParams,
         response: {
           200: json(WebhookEndpoint, 'The endpoint', ENDPOINT_EXAMPLE),
-          ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND'], badId),
+          ...errorResponses(['VALIDATION_FAILED', ...AUTH_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND', 'ROUTE_NOT_FOUND'], badId),
         },
       },
     },
@@ -106,7 +106,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         body: WebhookEndpointUpdate,
         response: {
           200: json(WebhookEndpoint, 'The endpoint as it is now', ENDPOINT_EXAMPLE),
-          ...errorResponses([...BODY_ERRORS, ...AUTH_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND', 'WEBHOOK_URL_REFUSED']),
+          ...errorResponses([...BODY_ERRORS, ...AUTH_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND', 'ROUTE_NOT_FOUND', 'WEBHOOK_URL_REFUSED']),
         },
       },
     },
@@ -125,7 +125,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         params: EndpointParams,
         response: {
           204: { type: 'null', description: 'Deleted' },
-          ...errorResponses([...BODY_ERRORS, ...AUTH_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND'], badId),
+          ...errorResponses([...BODY_ERRORS, ...AUTH_ERRORS, 'WEBHOOK_ENDPOINT_NOT_FOUND', 'ROUTE_NOT_FOUND'], badId),
         },
       },
     },

@@ -491,7 +491,7 @@ export interface paths {
         put?: never;
         /**
          * Report your position
-         * @description Keeps your latest position (what recipients see on the tracking page while you carry their parcel). Not an event. At most one position a second is kept: faster reports get 429 `RATE_LIMITED` with `Retry-After: 1`.
+         * @description Keeps your latest position (what recipients see on the tracking page while you carry their parcel). Not an event. At most one position a second is kept: a report sooner than that (for instance right after going online with a position) is accepted and not stored, also with 204, so any sane cadence is never refused. Only a flood, more than 10 reports within one second, gets 429 `RATE_LIMITED` with `Retry-After: 1`.
          */
         post: operations["reportCourierLocation"];
         delete?: never;
@@ -2254,12 +2254,12 @@ export interface operations {
                      *     </head>
                      *     <body>
                      *     <main>
-                     *     <section id="tracking" data-state="pickedUp" data-active="true">
+                     *     <section id="tracking" data-state="pickedUp" data-active="true" aria-live="polite">
                      *     <p class="from">Parcel from <strong>Demo shop</strong></p>
                      *     <h1 id="state">On its way to you</h1>
                      *     <p class="route">Moscow &rarr; Moscow</p>
                      *     <p class="courier">Courier: <strong>Ivan</strong></p>
-                     *     <svg class="map" viewBox="0 0 100 100" role="img" aria-label="Pickup, destination">
+                     *     <svg class="map" viewBox="0 0 100 100" role="img" aria-live="off" aria-label="Pickup, destination">
                      *     <rect x="0" y="0" width="100" height="100" rx="4" fill="#eef3f7"/>
                      *     <line x1="80" y1="10" x2="20" y2="90" stroke="#7a8b99" stroke-width="0.8" stroke-dasharray="2 2"/>
                      *     <g id="map-pickup"><circle cx="80" cy="10" r="3.2" fill="#2b6cb0"/><text x="80" y="5" font-size="5" text-anchor="middle" fill="#333">From Moscow</text></g>
@@ -2268,17 +2268,55 @@ export interface operations {
                      *     </svg>
                      *     <h2>Timeline</h2>
                      *     <ol id="timeline" reversed>
-                     *     <li data-state="pickedUp"><span class="label">Picked up: on its way to you</span> <time datetime="2026-11-21T10:20:00.000Z">2026-11-21 10:20 UTC</time></li>
-                     *     <li data-state="courierAssigned"><span class="label">Courier Ivan is on the way to pick it up</span> <time datetime="2026-11-21T10:07:00.000Z">2026-11-21 10:07 UTC</time></li>
-                     *     <li data-state="inProgress"><span class="label">Order placed</span> <time datetime="2026-11-21T10:05:00.000Z">2026-11-21 10:05 UTC</time></li>
+                     *     <li data-state="pickedUp"><span class="label">Picked up: on its way to you</span> <time datetime="2026-11-21T10:20:00.000Z" title="2026-11-21T10:20:00.000Z">2026-11-21 10:20 UTC</time></li>
+                     *     <li data-state="courierAssigned"><span class="label">Courier Ivan is on the way to pick it up</span> <time datetime="2026-11-21T10:07:00.000Z" title="2026-11-21T10:07:00.000Z">2026-11-21 10:07 UTC</time></li>
+                     *     <li data-state="inProgress"><span class="label">Order placed</span> <time datetime="2026-11-21T10:05:00.000Z" title="2026-11-21T10:05:00.000Z">2026-11-21 10:05 UTC</time></li>
                      *     </ol>
-                     *     <p class="updated">Last change <time datetime="2026-11-21T10:20:00.000Z">2026-11-21 10:20 UTC</time> &middot; this page updates itself</p>
+                     *     <p class="updated">Last change <time datetime="2026-11-21T10:20:00.000Z" title="2026-11-21T10:20:00.000Z">2026-11-21 10:20 UTC</time> &middot; this page updates itself</p>
                      *     </section>
                      *     </main>
                      *     <script nonce="EXAMPLE-NONCE">
                      *     (function(){
                      *       var every = 10000;
                      *       function active(){ var s = document.getElementById('tracking'); return s && s.getAttribute('data-active') === 'true'; }
+                     *       // Times in the reader's own time zone (the exact UTC time stays in datetime and the title).
+                     *       function localTimes(root){
+                     *         var times = root.querySelectorAll('time[datetime]');
+                     *         for (var i = 0; i < times.length; i++) {
+                     *           var t = times[i], d = new Date(t.getAttribute('datetime'));
+                     *           if (isNaN(d.getTime())) continue;
+                     *           var o = { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' };
+                     *           if (t.hasAttribute('data-seconds')) o.second = '2-digit';
+                     *           try { t.textContent = d.toLocaleString(undefined, o); } catch (e) {}
+                     *         }
+                     *       }
+                     *       // The section is the live region (aria-live=polite): it stays, and only what changed is swapped in,
+                     *       // so a screen reader announces the new state and the new timeline entries, not the whole page.
+                     *       var shown = null;
+                     *       function update(next){
+                     *         var now = document.getElementById('tracking');
+                     *         if (!now || !next) return;
+                     *         localTimes(next);
+                     *         for (var a = 0; a < next.attributes.length; a++) now.setAttribute(next.attributes[a].name, next.attributes[a].value);
+                     *         var kids = next.children, old = shown ? shown.children : [];
+                     *         if (!shown || old.length !== kids.length) { now.replaceChildren.apply(now, Array.prototype.map.call(kids, function(k){ return document.importNode(k, true); })); }
+                     *         else for (var i = 0; i < kids.length; i++) {
+                     *           if (kids[i].outerHTML === old[i].outerHTML) continue;
+                     *           var cur = now.children[i];
+                     *           if (kids[i].id === 'timeline') {
+                     *             // New entries come at the top; the ones already shown keep their nodes (not read out again),
+                     *             // and a time that now needs its seconds (a close new neighbour) is redrawn.
+                     *             var want = kids[i].children, fresh = want.length - cur.children.length;
+                     *             if (fresh < 0) { cur.replaceWith(document.importNode(kids[i], true)); continue; }
+                     *             for (var j = fresh - 1; j >= 0; j--) cur.insertBefore(document.importNode(want[j], true), cur.firstChild);
+                     *             for (var k = fresh; k < want.length; k++) {
+                     *               var was = cur.children[k].querySelector('time'), is = want[k].querySelector('time');
+                     *               if (was && is && was.hasAttribute('data-seconds') !== is.hasAttribute('data-seconds')) was.replaceWith(document.importNode(is, true));
+                     *             }
+                     *           } else cur.replaceWith(document.importNode(kids[i], true));
+                     *         }
+                     *         shown = next;
+                     *       }
                      *       function refresh(){
                      *         if (!active()) return;
                      *         fetch(location.pathname, { headers: { accept: 'text/html' }, cache: 'no-store' })
@@ -2287,13 +2325,13 @@ export interface operations {
                      *             if (html) {
                      *               // Without its style and script: parsed here, they would run into this page's nonce (another page's nonce).
                      *               html = html.replace(/<(style|script)[\s\S]*?<\/\1>/g, '');
-                     *               var next = new DOMParser().parseFromString(html, 'text/html').getElementById('tracking');
-                     *               var now = document.getElementById('tracking');
-                     *               if (next && now) now.replaceWith(document.importNode(next, true));
+                     *               update(new DOMParser().parseFromString(html, 'text/html').getElementById('tracking'));
                      *             }
                      *           }, function(){})
                      *           .then(function(){ setTimeout(refresh, every); });
                      *       }
+                     *       var first = document.getElementById('tracking');
+                     *       if (first) { localTimes(first); shown = first.cloneNode(true); }
                      *       setTimeout(refresh, every);
                      *     })();</script>
                      *     </body>
@@ -2317,7 +2355,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found */
+            /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2328,7 +2366,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "TRACKING_CODE_NOT_FOUND";
+                        type?: "TRACKING_CODE_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                     /**
                      * @example <!doctype html>
@@ -2883,7 +2921,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found */
+            /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2894,7 +2932,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WAREHOUSE_NOT_FOUND";
+                        type?: "WAREHOUSE_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -3054,7 +3092,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found */
+            /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3065,7 +3103,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WAREHOUSE_NOT_FOUND";
+                        type?: "WAREHOUSE_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -4729,7 +4767,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
+            /** @description `TRANSFER_NOT_FOUND`: Transfer not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4740,7 +4778,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "TRANSFER_NOT_FOUND";
+                        type?: "TRANSFER_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -5396,7 +5434,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5407,7 +5445,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -5578,7 +5616,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5589,7 +5627,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -5741,7 +5779,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
+            /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5752,7 +5790,7 @@ export interface operations {
                          * @description Stable error type identifier; clients branch on it, never on `detail`
                          * @enum {string}
                          */
-                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                        type?: "WEBHOOK_ENDPOINT_NOT_FOUND" | "ROUTE_NOT_FOUND";
                     };
                 };
             };
@@ -7176,7 +7214,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Kept */
+            /** @description Accepted: kept, or dropped when the last kept position is less than a second old */
             204: {
                 headers: {
                     [name: string]: unknown;
