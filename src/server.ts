@@ -4,7 +4,7 @@ import { buildApp } from './app.ts';
 import { type Background, startBackground } from './background/index.ts';
 import type { Config } from './config.ts';
 import { claimDatabase } from './db/backup.ts';
-import { type Database, migrateToLatest, openDatabase } from './db/database.ts';
+import { type Database, databaseTimeouts, migrateToLatest, openDatabase } from './db/database.ts';
 import { retryChannel } from './db/transaction.ts';
 import { systemClock } from './lib/clock.ts';
 import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
@@ -26,6 +26,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     poolSize: config.databasePoolSize,
     schema: config.databaseSchema,
     isolation: config.databaseIsolation,
+    ...databaseTimeouts(config),
     onPoolError: (err) =>
       app?.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'database connection lost; it will reconnect'),
   });
@@ -69,7 +70,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
 /** `mds worker`: the background work (scheduler, webhook delivery) with no HTTP API, for deployments that run it apart. */
 export async function startWorker(config: Config): Promise<{ stop(): Promise<void> }> {
-  const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
+  const database = openDatabase({
+    url: config.databaseUrl,
+    poolSize: 2,
+    schema: config.databaseSchema,
+    isolation: config.databaseIsolation,
+    ...databaseTimeouts(config),
+  });
   if (database.dialect === 'sqlite') await migrateToLatest(database);
   const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
   const log = pino({ level: config.logLevel });
