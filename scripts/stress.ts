@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { POSTGRES_URL, STORES, type StoreName } from '../test/helpers/stores.ts';
 import { CI } from '../test/stress/common.ts';
+import { type ClockFigures, clockFamily } from '../test/stress/faults/clock.ts';
 import { diskFullFamily } from '../test/stress/faults/disk-full.ts';
 import { SkipFamily } from '../test/stress/faults/harness.ts';
 import { type FaultFigures, pgbouncerFamily, pgRestartFamily, pgSlowFamily } from '../test/stress/faults/postgres.ts';
@@ -19,7 +20,7 @@ import { type KillFigures, killFamily } from '../test/stress/kill.ts';
 import { type ModelFigures, modelFamily } from '../test/stress/model.ts';
 import { type SoakFigures, soakFamily, WARM_UP_SECONDS } from '../test/stress/soak.ts';
 
-const FAMILIES = ['fuzz', 'model', 'kill', 'soak', 'pg-restart', 'pgbouncer', 'pg-slow', 'disk-full', 'webhook-hang'] as const;
+const FAMILIES = ['fuzz', 'model', 'kill', 'soak', 'pg-restart', 'pgbouncer', 'pg-slow', 'disk-full', 'clock', 'webhook-hang'] as const;
 type Family = (typeof FAMILIES)[number];
 
 const { values: args } = parseArgs({ options: { only: { type: 'string' } } });
@@ -46,7 +47,7 @@ interface Outcome<T> {
   ms: number;
 }
 
-const outcomes: Array<Outcome<FuzzFigures | ModelFigures | KillFigures | SoakFigures | FaultFigures | WebhookHangFigures>> = [];
+const outcomes: Array<Outcome<FuzzFigures | ModelFigures | KillFigures | SoakFigures | FaultFigures | ClockFigures | WebhookHangFigures>> = [];
 const started = performance.now();
 
 async function run<T>(family: Family, store: StoreName, fn: () => Promise<T>): Promise<void> {
@@ -83,6 +84,7 @@ await run('pg-restart', 'postgres', () => pgRestartFamily(SEED));
 await run('pgbouncer', 'pgbouncer', () => pgbouncerFamily(SEED));
 await run('pg-slow', 'postgres', () => pgSlowFamily(SEED));
 await run('disk-full', 'sqlite', () => diskFullFamily(SEED));
+await run('clock', 'sqlite', () => clockFamily());
 await run('webhook-hang', 'sqlite', () => webhookHangFamily(SEED));
 
 const totalMs = Math.round(performance.now() - started);
@@ -123,9 +125,9 @@ function report(totalMs: number): string {
   w();
   w('`npm run test:stress` runs four families of tests that try to break the service the way production');
   w('would: garbage input, long random histories, crashes and sustained load. They run on embedded SQLite');
-  w('and, when `TEST_POSTGRES_URL` is set, on PostgreSQL. Then five fault families (sections 5 to 9) break the');
+  w('and, when `TEST_POSTGRES_URL` is set, on PostgreSQL. Then six fault families (sections 5 to 10) break the');
   w('world around the service: PostgreSQL restarted, PgBouncer killed, a lock held past the timeouts, a full');
-  w('disk, webhook receivers that never answer. CI ([`.ci/run`](.ci/run)) runs them all after `npm test`');
+  w('disk, the wall clock jumping, webhook receivers that never answer. CI ([`.ci/run`](.ci/run)) runs them all after `npm test`');
   w('with PostgreSQL. A failure prints the seed; `STRESS_SEED=<seed> npm run test:stress`');
   w('replays the same generated requests and command sequences (kill timings and load interleavings are');
   w('real time, so those replay only approximately). The families live in [`test/stress/`](test/stress/).');
@@ -274,7 +276,7 @@ function report(totalMs: number): string {
 type Get = <T>(family: Family, store: StoreName) => Outcome<T> | undefined;
 type Writer = (s?: string) => void;
 
-/** Sections 5 to 9: the fault families, with the measured recovery times. */
+/** Sections 5 to 10: the fault families, with the measured recovery times. */
 function faultSections(
   w: Writer,
   get: Get,
@@ -282,7 +284,7 @@ function faultSections(
   tally: (t: Record<string, number> | undefined) => string,
   secs: (ms: number | undefined) => string,
 ): void {
-  w('## Faults: the bar');
+  w('## Faults: the bar (sections 5 to 8)');
   w();
   w('Each fault family runs the real service (`mds serve`, a child process) under a load of quotes, transfers');
   w('(each with an `Idempotency-Key`, retried with the same key after a 503 as `Retry-After` says), cancels and');
@@ -357,7 +359,31 @@ function faultSections(
     w(`Reads during the fault: ${d.figures.readsDuringFault}, all 200; writes refused: ${d.figures.writesRefused}; integrity_check: ${d.figures.integrity}.`);
     w();
   }
-  w('## 9. Webhook receivers that never answer (`test/stress/faults/webhook-hang.ts`)');
+  w('## 9. The wall clock jumping an hour forward and back (`test/stress/faults/clock.ts`)');
+  w();
+  w('The real service reads its clock with an offset from `MDS_CLOCK_OFFSET_FILE` (honoured only with');
+  w("`NODE_ENV=test`; the machine's clock is untouched), moved +1 h, then back by an hour. Forward, what the");
+  w('clock says happens: a token older than its lifetime is `ACCESS_TOKEN_EXPIRED` (a new one works), a');
+  w('quote older than 15 min is `QUOTE_EXPIRED` with no charge, the assignment timeout cancels the waiting');
+  w('transfer with exactly one refund, and a webhook retry that became due is sent at once. Back, nothing');
+  w('expires en masse: a quote from the clock that was ahead is still accepted, no transfer is cancelled; a');
+  w('token minted by the clock that was ahead is answered `ACCESS_TOKEN_EXPIRED` (not `INVALID_ACCESS_TOKEN`,');
+  w('so clients, the SDK included, fetch a new one instead of failing), and a webhook retry scheduled by it');
+  w('is taken as due instead of being held back an hour. No 5xx, no negative or overflowing timer, one');
+  w('charge per transfer.');
+  w();
+  const c = get<ClockFigures>('clock', 'sqlite');
+  if (c?.figures) {
+    const f = c.figures;
+    w('| Jump | Old token | Old quote | Webhook retry sent after | Assignment timeout cancelled after | Transfers cancelled |');
+    w('|---|---|---|---|---|---|');
+    w(`| +1 h | ${f.forward.oldToken} | ${f.forward.oldQuote} | ${f.forward.retryDeliveredMs} ms | ${f.forward.assignmentCancelMs} ms | 1 (one refund) |`);
+    w(
+      `| −1 h | ${f.back.aheadToken} (minted at +1 h) | ${f.back.aheadQuote} (quoted at +1 h) | ${f.back.retryDeliveredMs} ms | — | 0 of ${f.back.transfersStillOpen} |`,
+    );
+  } else w(`Result: ${status(c)}.`);
+  w();
+  w('## 10. Webhook receivers that never answer (`test/stress/faults/webhook-hang.ts`)');
   w();
   w('50 endpoints (of three other merchants) on a receiver that accepts the connection and never answers,');
   w("each with a backlog, while a healthy merchant's transfers and cancels produce events for its own live");

@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import { claimDatabase } from './db/backup.ts';
 import { type Database, databaseTimeouts, migrateToLatest, openDatabase } from './db/database.ts';
 import { retryChannel } from './db/transaction.ts';
-import { systemClock } from './lib/clock.ts';
+import { clockFromEnv } from './lib/clock.ts';
 import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
 import { Metrics, startMetricsServer } from './modules/metrics/metrics.ts';
 import { createServices } from './services.ts';
@@ -81,7 +81,7 @@ export async function startWorker(config: Config): Promise<{ stop(): Promise<voi
   const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
   const log = pino({ level: config.logLevel });
   // The worker signs no tokens: no key file is needed (or created) to run it.
-  const services = createServices({ config, database, clock: systemClock, signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
+  const services = createServices({ config, database, clock: clockFromEnv(), signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
   const metrics = new Metrics(database);
   const background = startBackground(services, config, log, { scheduler: true, webhooks: true }, metrics);
   const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
