@@ -242,6 +242,7 @@ export class Load {
   readonly answers: Answer[] = [];
   retriedWrites = 0;
   #stopped = false;
+  #abandon = false;
   #running: Promise<void>[] = [];
   readonly #client: ApiClient;
   readonly #warehouseId: string;
@@ -267,7 +268,7 @@ export class Load {
   async #untilAnswered(what: Answer['what'], run: () => Promise<HttpResult>): Promise<HttpResult> {
     for (let attempt = 1; ; attempt++) {
       const res = await this.#call(what, run);
-      if (!isRefusal(res) || attempt >= 60) {
+      if (!isRefusal(res) || attempt >= 60 || this.#abandon) {
         if (attempt > 1 && res.status >= 200 && res.status < 300) this.retriedWrites++;
         return res;
       }
@@ -319,7 +320,13 @@ export class Load {
     }
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops the workers once their current request is answered. With abandonRefused, a write still being
+   * refused is given up instead of retried until it gets through (only where a refusal is known to have
+   * rolled back: SQLite, whose refused batch never committed).
+   */
+  async stop(opts: { abandonRefused?: boolean } = {}): Promise<void> {
+    this.#abandon = opts.abandonRefused ?? false;
     this.#stopped = true;
     await Promise.all(this.#running);
   }

@@ -232,7 +232,7 @@ export async function pgSlowFamily(seed: number): Promise<FaultFigures> {
   }
 }
 
-function mergeLoad(a: LoadFigures | undefined, b: LoadFigures): LoadFigures {
+export function mergeLoad(a: LoadFigures | undefined, b: LoadFigures): LoadFigures {
   if (!a) return b;
   const statuses = { ...a.statuses };
   for (const [k, v] of Object.entries(b.statuses)) statuses[k] = (statuses[k] ?? 0) + v;
@@ -240,8 +240,9 @@ function mergeLoad(a: LoadFigures | undefined, b: LoadFigures): LoadFigures {
     requests: a.requests + b.requests,
     statuses,
     unavailable: a.unavailable + b.unavailable,
-    transfers: a.transfers + b.transfers,
-    cancels: a.cancels + b.cancels,
+    // The loads share one record of what was acknowledged: the later one's counts are the totals.
+    transfers: b.transfers,
+    cancels: b.cancels,
     retriedWrites: a.retriedWrites + b.retriedWrites,
   };
 }
