@@ -10,7 +10,7 @@ import { REDACT_PATHS, refuseAmbiguousHeaders, refuseUnreadableBody, requestId, 
 import { protect, protectCourier } from './http/protected.ts';
 import { registerRouting } from './http/routing.ts';
 import type { Clock } from './lib/clock.ts';
-import { systemClock } from './lib/clock.ts';
+import { clockFromEnv } from './lib/clock.ts';
 import { validatorCompiler } from './lib/validation.ts';
 import { discoveryRoutes } from './modules/auth/discovery.ts';
 import { authRoutes } from './modules/auth/routes.ts';
@@ -74,7 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Bodies are JSON only (415 otherwise), strict UTF-8 and well-formed Unicode; the token endpoint adds form bodies in its own scope.
   app.removeContentTypeParser('text/plain');
   strictJsonParser(app);
-  app.decorate('services', createServices({ config, database, clock: deps.clock ?? systemClock, signingKeys: deps.signingKeys }));
+  app.decorate('services', createServices({ config, database, clock: deps.clock ?? clockFromEnv(), signingKeys: deps.signingKeys }));
   // First: a request that matches no route really (a trailing slash) is answered as such before any other check.
   registerRouting(app);
   let warnedForwardedFor = false;

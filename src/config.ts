@@ -13,6 +13,9 @@ export interface Config {
   databaseSchema: string | undefined;
   /** PostgreSQL default_transaction_isolation for every connection; unset: the server's default (read committed). */
   databaseIsolation: DatabaseIsolation | undefined;
+  /** PostgreSQL statement_timeout and lock_timeout of every connection, in ms (0: the server's own). */
+  databaseStatementTimeoutMs: number;
+  databaseLockTimeoutMs: number;
   logLevel: string;
   tokenTtlSeconds: number;
   /** Signing keys for access tokens; the first one signs, all of them verify (rotation). Empty: generate and persist (not in production). */
@@ -163,6 +166,8 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseSchema: env.DATABASE_SCHEMA?.trim() || undefined,
     databaseIsolation: Object.hasOwn(ISOLATION_LEVELS, isolationRaw) ? ISOLATION_LEVELS[isolationRaw] : undefined,
+    databaseStatementTimeoutMs: int('DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
+    databaseLockTimeoutMs: int('DATABASE_LOCK_TIMEOUT_MS', 5_000, 0, 3_600_000),
     logLevel,
     tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600, 1, 86_400),
     tokenSigningKeys,

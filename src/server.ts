@@ -4,9 +4,9 @@ import { buildApp } from './app.ts';
 import { type Background, startBackground } from './background/index.ts';
 import type { Config } from './config.ts';
 import { claimDatabase } from './db/backup.ts';
-import { type Database, migrateToLatest, openDatabase } from './db/database.ts';
+import { type Database, databaseTimeouts, migrateToLatest, openDatabase } from './db/database.ts';
 import { retryChannel } from './lib/channels.ts';
-import { systemClock } from './lib/clock.ts';
+import { clockFromEnv } from './lib/clock.ts';
 import { logDestination } from './lib/log-output.ts';
 import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
 import { Metrics, startMetricsServer } from './observability/metrics.ts';
@@ -27,6 +27,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     poolSize: config.databasePoolSize,
     schema: config.databaseSchema,
     isolation: config.databaseIsolation,
+    ...databaseTimeouts(config),
     onPoolError: (err) =>
       app?.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'database connection lost; it will reconnect'),
   });
@@ -70,13 +71,19 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
 /** `mds worker`: the background work (scheduler, webhook delivery) with no HTTP API, for deployments that run it apart. */
 export async function startWorker(config: Config): Promise<{ stop(): Promise<void> }> {
-  const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
+  const database = openDatabase({
+    url: config.databaseUrl,
+    poolSize: 2,
+    schema: config.databaseSchema,
+    isolation: config.databaseIsolation,
+    ...databaseTimeouts(config),
+  });
   if (database.dialect === 'sqlite') await migrateToLatest(database);
   const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
   const dest = logDestination(config.nodeEnv);
   const log = dest ? pino({ level: config.logLevel }, dest) : pino({ level: config.logLevel });
   // The worker signs no tokens: no key file is needed (or created) to run it.
-  const services = createServices({ config, database, clock: systemClock, signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
+  const services = createServices({ config, database, clock: clockFromEnv(), signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
   const metrics = new Metrics(database);
   const background = startBackground(services, config, log, { scheduler: true, webhooks: true });
   const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);

@@ -16,6 +16,14 @@ describe('configuration', () => {
     assert.equal(c.bodyLimitBytes, 65_536);
     assert.equal(c.trustProxy, false);
     assert.deepEqual(c.tokenSigningKeys, []);
+    assert.equal(c.databaseStatementTimeoutMs, 10_000);
+    assert.equal(c.databaseLockTimeoutMs, 5_000);
+  });
+
+  test("PostgreSQL statement and lock timeouts: milliseconds, 0 for the server's own", () => {
+    const c = loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0', DATABASE_LOCK_TIMEOUT_MS: '1500' });
+    assert.deepEqual([c.databaseStatementTimeoutMs, c.databaseLockTimeoutMs], [0, 1500]);
+    assert.throws(() => loadConfig({ DATABASE_LOCK_TIMEOUT_MS: '-1' }), /DATABASE_LOCK_TIMEOUT_MS must be a whole number from 0 to 3600000/);
   });
 
   test('production requires explicit signing keys', () => {

@@ -207,6 +207,8 @@ describe('what counts as "database unavailable" (503, not 500)', () => {
     ['pool exhausted', new Error('timeout exceeded when trying to connect')],
     ['dead pooled client', new Error('Client has encountered a connection error and is not queryable')],
     ['query_timeout', new Error('Query read timeout')],
+    ['SQLite disk full', Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13 })],
+    ['SQLite I/O error', Object.assign(new Error('disk I/O error'), { code: 'ERR_SQLITE_ERROR', errcode: 778 })],
   ];
   const notUnavailable: Array<[string, Error]> = [
     ['unique violation', withCode('23505')],
@@ -231,7 +233,7 @@ describe('what counts as "database unavailable" (503, not 500)', () => {
       assert.equal(res.statusCode, 503, name);
       assert.equal(res.headers['retry-after'], '1');
       assert.equal(res.json().type, 'SERVICE_UNAVAILABLE');
-      assert.doesNotMatch(res.body, /10\.0\.0\.5|ECONN|terminat|timeout|read-only/i, name);
+      assert.doesNotMatch(res.body, /10\.0\.0\.5|ECONN|terminat|timeout|read-only|disk/i, name);
     }
   });
 

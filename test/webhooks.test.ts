@@ -155,6 +155,30 @@ describeEachStore(
       }
     });
 
+    test('a retry scheduled by a clock that then jumped back an hour is sent at once, not an hour later; a jump back within 60 s keeps the schedule', async () => {
+      const t = ctx();
+      let calls = 0;
+      const rx = await startReceiver((_r, res) => void res.writeHead(calls++ === 0 ? 500 : 204).end());
+      try {
+        const { m, w } = await setup(t);
+        await createEndpoint(t, m, rx.url);
+        t.clock.advance(3_600_000); // the clock runs an hour ahead
+        await quote(t, m, w.id);
+        assert.equal(await t.services.webhookDelivery.runOnce(), 1, 'the first try fails (500): retry scheduled 5 s later by this clock');
+        t.clock.advance(-30_000);
+        assert.equal(await t.services.webhookDelivery.runOnce(), 0, 'a jump back of 30 s (instance skew) keeps the schedule');
+        t.clock.advance(-3_570_000); // back to the true time
+        assert.equal(await t.services.webhookDelivery.runOnce(), 1, 'due at once after the jump back');
+        assert.equal(await t.services.webhookDelivery.runOnce(), 0, 'delivered: never again');
+        assert.deepEqual(
+          rx.received.map((r) => r.headers['webhook-id']),
+          [rx.received[0].headers['webhook-id'], rx.received[0].headers['webhook-id']],
+        );
+      } finally {
+        await rx.close();
+      }
+    });
+
     test('retries: 500 then 200 delivers once more after 5 s, with the same webhook-id; attempts show both', async () => {
       const t = ctx();
       let calls = 0;

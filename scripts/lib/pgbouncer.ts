@@ -11,6 +11,9 @@ import { freePort } from './server-process.ts';
 export interface PgBouncer {
   /** postgres://USER@127.0.0.1:PORT/ : add a database name. */
   baseUrl: string;
+  port: number;
+  /** Kills it with the signal (SIGKILL: a crash), leaving its files for stop() to remove. */
+  kill(signal: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -25,12 +28,12 @@ export function pgbouncerBinary(): string | undefined {
 }
 
 /** Starts PgBouncer (pool_mode = transaction) for every database of the server behind `postgresUrl`. */
-export async function startPgBouncer(postgresUrl: string): Promise<PgBouncer> {
+export async function startPgBouncer(postgresUrl: string, opts: { port?: number } = {}): Promise<PgBouncer> {
   const binary = pgbouncerBinary();
   if (!binary) throw new Error('pgbouncer is not installed (apt-get install -y pgbouncer)');
   const upstream = new URL(postgresUrl);
   const user = decodeURIComponent(upstream.username || 'postgres');
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'mds-pgbouncer-'));
   chmodSync(dir, 0o777);
   writeFileSync(join(dir, 'users.txt'), `"${user}" ""\n`);
@@ -49,7 +52,8 @@ export async function startPgBouncer(postgresUrl: string): Promise<PgBouncer> {
       'max_client_conn = 1000',
       'default_pool_size = 20',
       // node-postgres sends nothing else; `options` (DATABASE_SCHEMA, DATABASE_ISOLATION) is refused on purpose.
-      'ignore_startup_parameters = extra_float_digits',
+      // PgBouncer before 1.20 cannot pass statement_timeout / lock_timeout on (README, Configuration): ignored here.
+      'ignore_startup_parameters = extra_float_digits,statement_timeout,lock_timeout',
       `logfile = ${join(dir, 'pgbouncer.log')}`,
       `pidfile = ${join(dir, 'pgbouncer.pid')}`,
       'admin_users = ',
@@ -76,8 +80,15 @@ export async function startPgBouncer(postgresUrl: string): Promise<PgBouncer> {
   }
   return {
     baseUrl: `postgres://${encodeURIComponent(user)}@127.0.0.1:${port}/`,
+    port,
+    async kill(signal) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill(signal);
+      await exited;
+    },
     async stop() {
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGINT'); // immediate shutdown
         await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);

@@ -15,11 +15,19 @@ export interface WebhookWorker {
  * merchants) keep flowing. Any number of workers may run (in `mds serve` and `mds worker`): the lease
  * gives each attempt to one of them.
  */
+const MAX_BACKOFF_MS = 2_000;
+const SLOW_AFTER_MS = 1_000;
+/** How long an endpoint stays "slow" after its last slow send, unless it answers in time meanwhile. */
+const SLOW_MEMORY_MS = 60_000;
+/** Slow sends allowed beyond `concurrency`, as a multiple of it (a bound on open sockets). */
+const MAX_SLOW = 8;
+
 export function startWebhookWorker(opts: { delivery: WebhookDelivery; pollIntervalMs: number; log: Logger }): WebhookWorker {
   const { delivery, log } = opts;
   const { concurrency } = delivery.opts;
   const inFlight = new Map<string, number>(); // endpoint id -> sends in flight
-  const running = new Set<Promise<void>>();
+  const running = new Map<Promise<void>, { endpointId: string; startedAt: number }>();
+  const slowSince = new Map<string, number>(); // endpoint id -> when a send to it was last seen slow
   let stopped = false;
   let wake: (() => void) | undefined;
   let failures = 0;
@@ -44,30 +52,55 @@ export function startWebhookWorker(opts: { delivery: WebhookDelivery; pollInterv
         (err) => log.error({ err, deliveryId: d.id }, 'webhook delivery could not be recorded; it is retried when its lease expires'),
       )
       .finally(() => {
+        const took = performance.now() - (running.get(p)?.startedAt ?? 0);
+        if (took < SLOW_AFTER_MS) slowSince.delete(d.endpoint_id); // it answers in time again
         const n = (inFlight.get(d.endpoint_id) ?? 1) - 1;
         if (n <= 0) inFlight.delete(d.endpoint_id);
         else inFlight.set(d.endpoint_id, n);
         running.delete(p);
         wake?.(); // a slot is free: look for more work now
       });
-    running.add(p);
+    running.set(p, { endpointId: d.endpoint_id, startedAt: performance.now() });
+  };
+
+  /**
+   * A send unanswered after SLOW_AFTER_MS stops counting against `concurrency` (up to MAX_SLOW of them), and
+   * its endpoint gets no further send until it answers: receivers that accept and never answer, however
+   * many, then hold sockets (each until the timeout) but never the slots of endpoints that do answer.
+   */
+  const capacity = () => {
+    const now = performance.now();
+    for (const [id, at] of slowSince) if (now - at > SLOW_MEMORY_MS) slowSince.delete(id);
+    let slow = 0;
+    for (const r of running.values()) {
+      if (now - r.startedAt >= SLOW_AFTER_MS) slowSince.set(r.endpointId, now);
+      if (slowSince.has(r.endpointId)) slow++; // a send to an endpoint known to be slow counts as slow from its start
+    }
+    const fast = running.size - slow;
+    const free = concurrency - fast - Math.max(0, slow - MAX_SLOW * concurrency);
+    // A slow endpoint: one send at a time, none while one is out.
+    const cap = delivery.opts.endpointConcurrency;
+    const busy = new Map(inFlight);
+    for (const id of slowSince.keys()) busy.set(id, (inFlight.get(id) ?? 0) > 0 ? cap : cap - 1);
+    return { free, busy };
   };
 
   const loop = (async () => {
     while (!stopped) {
-      const free = concurrency - running.size;
+      const { free, busy } = capacity();
       let claimed = 0;
       if (free > 0) {
         try {
-          const batch = await delivery.claim(free, inFlight);
+          const batch = await delivery.claim(free, busy);
           claimed = batch.length;
           for (const d of batch) start(d);
           failures = 0;
         } catch (err) {
-          // The database is away: back off (up to 30 s) and try again; nothing is lost, rows stay pending.
+          // The database is away: back off and try again; nothing is lost, rows stay pending. At most 2 s, so
+          // deliveries resume within seconds of the database's return (the fault families measure it).
           failures++;
           log.error({ err }, 'webhook worker could not claim deliveries; retrying');
-          await nap(Math.min(30_000, opts.pollIntervalMs * 2 ** failures));
+          await nap(Math.min(MAX_BACKOFF_MS, opts.pollIntervalMs * 2 ** failures));
           continue;
         }
       }
@@ -86,7 +119,7 @@ export function startWebhookWorker(opts: { delivery: WebhookDelivery; pollInterv
       stopped = true;
       wake?.();
       await loop;
-      await Promise.allSettled([...running]);
+      await Promise.allSettled([...running.keys()]);
     },
   };
 }

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
-import type { DatabaseIsolation } from '../config.ts';
+import type { Config, DatabaseIsolation } from '../config.ts';
 import { allMigrations } from './migrations/index.ts';
 import { NodeSqliteDialect, openSqlite } from './sqlite-dialect.ts';
 import type { DB, Dialect } from './types.ts';
@@ -27,8 +27,21 @@ export interface DatabaseOptions {
   schema?: string;
   /** PostgreSQL default_transaction_isolation (every statement and transaction); SQLite is always serializable. */
   isolation?: DatabaseIsolation;
+  /**
+   * PostgreSQL statement_timeout / lock_timeout (ms, sent when the connection opens; unset or 0: the
+   * server's own): a statement stuck behind a lock or running away is cancelled by the server (a 503),
+   * and the connection stays usable, instead of the client-side query timeout discarding it.
+   */
+  statementTimeoutMs?: number;
+  lockTimeoutMs?: number;
   onPoolError?: (err: Error) => void;
 }
+
+/** The configured statement and lock timeouts, for the long-running processes (`mds serve`, `mds worker`); CLI commands keep the server's own. */
+export const databaseTimeouts = (config: Pick<Config, 'databaseStatementTimeoutMs' | 'databaseLockTimeoutMs'>) => ({
+  statementTimeoutMs: config.databaseStatementTimeoutMs,
+  lockTimeoutMs: config.databaseLockTimeoutMs,
+});
 
 export function dialectOf(url: string): Dialect {
   return /^postgres(ql)?:\/\//.test(url) ? 'postgres' : 'sqlite';
@@ -89,8 +102,11 @@ function openPostgres(opts: DatabaseOptions): Database {
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
-    // A statement that hangs (lost lock, dead server) must not hold a request forever.
-    query_timeout: 15_000,
+    // A statement that hangs (dead server, network partition) must not hold a request forever: the server's
+    // statement_timeout (when set) fires first, this one only when the server itself cannot answer.
+    query_timeout: (opts.statementTimeoutMs || 10_000) + 5_000,
+    ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    ...(opts.lockTimeoutMs ? { lock_timeout: opts.lockTimeoutMs } : {}),
     types,
     ...(startupOptions.length ? { options: startupOptions.join(' ') } : {}),
   });

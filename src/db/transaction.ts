@@ -73,10 +73,17 @@ const UNAVAILABLE_CODES = new Set([
 const UNAVAILABLE_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|connection error|Query read timeout|Client was closed|not queryable/i;
 
-/** The database cannot be reached (down, restarting, connections killed, pool exhausted): a 503, not a 500. */
+/** SQLite's primary result codes (the low byte of an extended one) that mean the disk, not the request: SQLITE_IOERR, SQLITE_FULL. */
+const SQLITE_STORAGE_CODES = new Set([10, 13]);
+
+/**
+ * The database cannot be reached or cannot write (down, restarting, connections killed, pool exhausted,
+ * a statement or lock timeout, SQLite's disk full): a 503 with Retry-After, not a 500.
+ */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
+  const e = err as { code?: string; errcode?: number; message?: string };
   if (!e || typeof e !== 'object') return false;
+  if (e.code === 'ERR_SQLITE_ERROR' && typeof e.errcode === 'number' && SQLITE_STORAGE_CODES.has(e.errcode & 0xff)) return true;
   // 08: connection exceptions; 53: insufficient resources (too many connections, disk full, out of memory).
   if (typeof e.code === 'string' && (UNAVAILABLE_CODES.has(e.code) || /^(08|53)[0-9A-Z]{3}$/.test(e.code))) return true;
   if (isRetryable(err)) return true; // still conflicting after every retry: ask the client to retry later

@@ -46,8 +46,9 @@ export function protect(app: FastifyInstance): void {
     if (key === undefined) return payload;
     request.idempotencyKey = undefined;
     const merchantId = request.principal.merchantId;
+    const failed = reply.statusCode >= 500;
     try {
-      if (reply.statusCode >= 500) {
+      if (failed) {
         await app.services.idempotency.release(merchantId, key);
       } else {
         const headers: Record<string, string> = {};
@@ -60,8 +61,10 @@ export function protect(app: FastifyInstance): void {
     } catch (err) {
       // The database failed after the work was done (or undone): still send the true answer. Thrown from
       // here, the error would replace it, and on an error response reach Fastify's default handler (raw
-      // error text, application/json). The key stays IN_PROGRESS until it counts as abandoned.
+      // error text, application/json). A failed request's key is released once the database is back; a
+      // successful one's stays IN_PROGRESS until it counts as abandoned.
       request.log.warn({ err }, 'could not record the Idempotency-Key outcome');
+      if (failed) app.services.idempotency.releaseLater(merchantId, key, (e) => request.log.warn({ err: e }, 'gave up releasing the Idempotency-Key'));
     }
     return payload;
   });

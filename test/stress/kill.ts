@@ -151,7 +151,7 @@ function chooseKind(rand: () => number): RequestKind {
   return REQUEST_KINDS[0];
 }
 
-async function checkStore(access: StoreAccess, merchantId: string, openingMinor: number, acknowledged: Acknowledged): Promise<number> {
+export async function checkStore(access: StoreAccess, merchantId: string, openingMinor: number, acknowledged: Acknowledged): Promise<number> {
   const totals = await merchantTotals(access, merchantId);
   const stored = new Set(totals.transfers.map((t) => t.id));
   assert.equal(stored.size, totals.transfers.length, 'transfer ids unique');

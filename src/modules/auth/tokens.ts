@@ -151,8 +151,11 @@ export class TokenSigner {
     if (exp <= now) return EXPIRED;
     if (typeof sub !== 'string' || typeof clientId !== 'string') return INVALID;
     if (role !== 'merchant' && role !== 'courier') return INVALID;
-    // A lifetime longer than the configured one, or one that starts in the future, was not minted here.
-    if (exp - iat > this.ttlSeconds || iat > nowMs / 1000 + MAX_CLOCK_SKEW_SECONDS) return INVALID;
+    // A lifetime longer than the configured one was not minted here.
+    if (exp - iat > this.ttlSeconds) return INVALID;
+    // One that starts in the future was minted by a clock that was ahead (or has jumped back since): not
+    // valid now, and answered as expired, so that clients get a new token (the SDK does) rather than fail.
+    if (iat > nowMs / 1000 + MAX_CLOCK_SKEW_SECONDS) return EXPIRED;
     return { ok: true, claims: { actor: role, subject: sub, clientId } };
   }
 }

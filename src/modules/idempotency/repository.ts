@@ -46,13 +46,11 @@ export const idempotencyRepository = {
       .execute();
   },
 
-  async release(db: Db, merchantId: string, key: string): Promise<void> {
-    await db
-      .deleteFrom('idempotency_keys')
-      .where('merchant_id', '=', merchantId)
-      .where('idempotency_key', '=', key)
-      .where('state', '=', 'IN_PROGRESS')
-      .execute();
+  /** Deletes the key if it is still IN_PROGRESS (and, given `claimedAt`, still the claim made at that time). */
+  async release(db: Db, merchantId: string, key: string, claimedAt?: number): Promise<void> {
+    let q = db.deleteFrom('idempotency_keys').where('merchant_id', '=', merchantId).where('idempotency_key', '=', key).where('state', '=', 'IN_PROGRESS');
+    if (claimedAt !== undefined) q = q.where('created_at', '=', claimedAt);
+    await q.execute();
   },
 
   /** Deletes at most `limit` keys created before `before` (the scheduler's bounded retention batches). */

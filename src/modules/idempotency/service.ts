@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { isDatabaseUnavailable } from '../../db/transaction.ts';
 import type { DB, Db } from '../../db/types.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -44,7 +45,16 @@ export class IdempotencyService {
       created_at: now,
       updated_at: now,
     };
-    if (await idempotencyRepository.claim(this.#db, fresh)) return { kind: 'proceed' };
+    let claimed: boolean;
+    try {
+      claimed = await idempotencyRepository.claim(this.#db, fresh);
+    } catch (err) {
+      // The claim may have committed with its answer lost (the connection died): undo it once the database
+      // is back, or every retry with this key would be IDEMPOTENCY_KEY_IN_USE until it counts as abandoned.
+      if (isDatabaseUnavailable(err)) this.releaseLater(merchantId, key, undefined, now);
+      throw err;
+    }
+    if (claimed) return { kind: 'proceed' };
 
     const existing = await idempotencyRepository.find(this.#db, merchantId, key);
     if (!existing) return this.begin(merchantId, key, requestHash); // deleted between our two statements
@@ -76,6 +86,26 @@ export class IdempotencyService {
   /** The request failed in a way worth retrying (5xx): forget the key so a retry runs again. */
   async release(merchantId: string, key: string): Promise<void> {
     await idempotencyRepository.release(this.#db, merchantId, key);
+  }
+
+  /**
+   * release() failed (the database is away, which is often why the request failed): try again in the
+   * background, every 250 ms to 1 s, until it works or the key counts as abandoned anyway. Without it a
+   * client retrying with its key would get IDEMPOTENCY_KEY_IN_USE for a minute after the database came back.
+   * Safe: a key whose work did commit is DONE (the outcome commits with the work), and release only
+   * touches IN_PROGRESS keys.
+   */
+  releaseLater(merchantId: string, key: string, onGiveUp?: (err: unknown) => void, claimedAt?: number): void {
+    const started = Date.now();
+    let delay = 250;
+    const retry = () => {
+      idempotencyRepository.release(this.#db, merchantId, key, claimedAt).catch((err) => {
+        if (Date.now() - started + delay >= ABANDONED_AFTER_MS) return onGiveUp?.(err);
+        delay = Math.min(delay * 2, 1000);
+        setTimeout(retry, delay).unref();
+      });
+    };
+    setTimeout(retry, delay).unref();
   }
 
   /** Retention: deletes up to `limit` keys older than IDEMPOTENCY_TTL_HOURS (the scheduler calls it). */

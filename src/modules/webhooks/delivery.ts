@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
-import { inTransaction } from '../../db/transaction.ts';
+import { inTransaction, isDatabaseUnavailable } from '../../db/transaction.ts';
 import type { DB, Dialect } from '../../db/types.ts';
 import { type WebhookAttempted, webhookAttempted } from '../../lib/channels.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
@@ -113,8 +114,25 @@ export class WebhookDelivery {
       allowPrivate: this.opts.allowPrivate,
       resolve: this.opts.resolve,
     });
-    await this.record(prepared, result);
+    await this.#recordRetrying(prepared, result);
     return result;
+  }
+
+  /**
+   * The receiver has answered: that outcome must not be lost because the database was away for a moment
+   * (a restart, a full disk). Retried every 250 ms to 1 s while the lease lasts; only then is the delivery
+   * left for a later claim (and sent again). The write is conditional on the lease, so a late one is harmless.
+   */
+  async #recordRetrying(prepared: PreparedSend, result: SendResult): Promise<void> {
+    const until = Date.now() + this.leaseMs - this.opts.timeoutMs;
+    for (let delay = 250; ; delay = Math.min(delay * 2, 1000)) {
+      try {
+        return await this.record(prepared, result);
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || Date.now() + delay >= until) throw err;
+        await sleep(delay);
+      }
+    }
   }
 
   /** Records an attempt and its consequences in one transaction; nothing if the lease was lost meanwhile. */

@@ -19,6 +19,13 @@ export interface OutgoingMessage {
 const matches = (e: Pick<EndpointRow, 'event_types'>, type: string) => e.event_types === null || (JSON.parse(e.event_types) as string[]).includes(type);
 
 /** Endpoint queries are scoped to the merchant; the unscoped ones serve operators and the worker. */
+/**
+ * A row last written more than this far in "the future" was scheduled by a clock that has since jumped
+ * back: its retry time and lease are taken as due now, instead of waiting out the jump (an hour back would
+ * otherwise stall its retries for an hour). Beyond any skew between instances.
+ */
+const CLOCK_AHEAD_MS = 60_000;
+
 export const webhooksRepository = {
   async insertEndpoint(db: Db, row: EndpointRow): Promise<void> {
     await db.insertInto('webhook_endpoints').values(row).execute();
@@ -143,8 +150,8 @@ export const webhooksRepository = {
         select d.id, d.endpoint_id, d.next_attempt_at,
                row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.id) as rn
         from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
-        where d.status = 'pending' and d.next_attempt_at <= ${now}
-          and (d.locked_until is null or d.locked_until <= ${now})
+        where d.status = 'pending' and (d.next_attempt_at <= ${now} or d.updated_at > ${now + CLOCK_AHEAD_MS})
+          and (d.locked_until is null or d.locked_until <= ${now} or d.updated_at > ${now + CLOCK_AHEAD_MS})
           and e.status = 'ENABLED' ${skip}
       ) c
       where rn <= ${perEndpoint}
@@ -165,7 +172,7 @@ export const webhooksRepository = {
       update webhook_deliveries set locked_until = ${lockedUntil}, lease = ${lease}, updated_at = ${now}
       where id in (
         select id from webhook_deliveries
-        where id in (${sql.join(ids)}) and status = 'pending' and (locked_until is null or locked_until <= ${now})
+        where id in (${sql.join(ids)}) and status = 'pending' and (locked_until is null or locked_until <= ${now} or updated_at > ${now + CLOCK_AHEAD_MS})
         ${lock}
       )
       returning *`.execute(db);
