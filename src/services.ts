@@ -36,10 +36,11 @@ export interface ServiceDeps {
   config: Config;
   database: Database;
   clock: Clock;
-  signingKeys: SigningKey[];
+  /** The token signing keys, or how to get them on first use (see TokenSigner). */
+  signingKeys: SigningKey[] | (() => SigningKey[]);
 }
 
-/** Wires every service from config, database and clock. The HTTP app and the CLI share this. */
+/** Wires every service from config, database and clock. src/runtime.ts calls it once per process; tests build their own. */
 export function createServices({ config, database, clock, signingKeys }: ServiceDeps): Services {
   const { db } = database;
   const windowMs = config.tokenFailureWindowSeconds * 1000;
