@@ -6,5 +6,5 @@ if (major < 24) {
   process.stderr.write(`mds needs Node.js 24 or newer (it runs the TypeScript sources directly); this is ${process.version}.\n`);
   process.exit(1);
 }
-const { main } = await import('../src/main.ts');
+const { main } = await import('../src/cli/program.ts');
 process.exitCode = await main(process.argv.slice(2));

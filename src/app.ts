@@ -25,12 +25,14 @@ import { WEBHOOKS_DOCUMENT } from './modules/webhooks/openapi.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
 import type { Metrics } from './observability/metrics.ts';
 import { registerMetrics } from './observability/routes.ts';
-import { createServices } from './services.ts';
+import { createServices, type Services } from './services.ts';
 
 export interface AppDeps {
   config: Config;
   database: Database;
-  signingKeys: SigningKey[];
+  /** The services the process already built (src/runtime.ts); otherwise built here from signingKeys and clock (tests). */
+  services?: Services;
+  signingKeys?: SigningKey[];
   clock?: Clock;
   /** Counts requests and serves GET /metrics (with METRICS_TOKEN); none in-process unless given. */
   metrics?: Metrics;
@@ -74,7 +76,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Bodies are JSON only (415 otherwise), strict UTF-8 and well-formed Unicode; the token endpoint adds form bodies in its own scope.
   app.removeContentTypeParser('text/plain');
   strictJsonParser(app);
-  app.decorate('services', createServices({ config, database, clock: deps.clock ?? clockFromEnv(), signingKeys: deps.signingKeys }));
+  app.decorate('services', deps.services ?? createServices({ config, database, clock: deps.clock ?? clockFromEnv(), signingKeys: deps.signingKeys ?? [] }));
   // First: a request that matches no route really (a trailing slash) is answered as such before any other check.
   registerRouting(app);
   let warnedForwardedFor = false;

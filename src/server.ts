@@ -1,16 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import pino from 'pino';
 import { buildApp } from './app.ts';
-import { type Background, startBackground } from './background/index.ts';
 import type { Config } from './config.ts';
-import { claimDatabase } from './db/backup.ts';
-import { type Database, databaseTimeouts, migrateToLatest, openDatabase } from './db/database.ts';
-import { retryChannel } from './lib/channels.ts';
-import { clockFromEnv } from './lib/clock.ts';
+import type { Database } from './db/database.ts';
 import { logDestination } from './lib/log-output.ts';
-import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
-import { Metrics, startMetricsServer } from './observability/metrics.ts';
-import { createServices } from './services.ts';
+import { openRuntime } from './runtime.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -19,25 +12,25 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Opens the database (migrating the embedded default), builds the app and listens. */
+/** `mds serve`: the runtime, the HTTP app listening on it, and the background work its flags switch on. */
 export async function startServer(config: Config): Promise<RunningServer> {
-  let app: FastifyInstance | undefined;
-  const database = openDatabase({
-    url: config.databaseUrl,
-    poolSize: config.databasePoolSize,
-    schema: config.databaseSchema,
-    isolation: config.databaseIsolation,
-    ...databaseTimeouts(config),
-    onPoolError: (err) =>
-      app?.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'database connection lost; it will reconnect'),
-  });
-  if (database.dialect === 'sqlite') await migrateToLatest(database);
-  // `mds restore` refuses while this runs.
-  const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
-  const onRetry = (message: unknown) => app?.log.debug(message as object, 'transaction retried');
-  retryChannel.subscribe(onRetry);
-  const metrics = new Metrics(database);
-  app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config), metrics, logStream: logDestination(config.nodeEnv) });
+  const runtime = await openRuntime(config, { claim: true, keys: 'at-start', metrics: true });
+  let app: FastifyInstance;
+  try {
+    app = await buildApp({
+      config,
+      database: runtime.database,
+      services: runtime.services,
+      metrics: runtime.metrics,
+      logStream: logDestination(config.nodeEnv),
+    });
+  } catch (e) {
+    await runtime.close();
+    throw e;
+  }
+  runtime.log = app.log;
+  // Started first so it stops last: scrapes still answer while the API drains.
+  const metricsUrl = await runtime.serveMetrics();
   // While stopping, answers close their connection: otherwise a connection busy when stop() began stays open
   // as an idle keep-alive one, and the shutdown waits out the 65 s keep-alive timeout.
   let closing = false;
@@ -45,56 +38,42 @@ export async function startServer(config: Config): Promise<RunningServer> {
     if (closing) reply.header('connection', 'close');
     return payload;
   });
+  runtime.own({ stop: () => app.close() }); // stops accepting, lets in-flight requests finish
   const url = await app.listen({ port: config.port, host: config.host });
-  app.log.info({ database: database.describe, dialect: database.dialect }, `ready: ${url} (API docs at ${url}/docs)`);
-  const parts = { scheduler: config.schedulerEnabled, webhooks: config.webhookWorkerEnabled };
-  const background: Background | undefined = parts.scheduler || parts.webhooks ? startBackground(app.services, config, app.log, parts) : undefined;
-  const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
-  if (metricsServer) app.log.info(`metrics: ${metricsServer.url}/metrics`);
-
-  let stopping: Promise<void> | undefined;
-  const stop = () => {
-    stopping ??= (async () => {
+  app.log.info({ database: runtime.database.describe, dialect: runtime.database.dialect }, `ready: ${url} (API docs at ${url}/docs)`);
+  runtime.startBackground({ scheduler: config.schedulerEnabled, webhooks: config.webhookWorkerEnabled });
+  if (metricsUrl) app.log.info(`metrics: ${metricsUrl}/metrics`);
+  return {
+    app,
+    database: runtime.database,
+    url,
+    stop() {
       closing = true;
-      await background?.stop();
-      await app.close(); // stops accepting, lets in-flight requests finish
-      await metricsServer?.close();
-      metrics.close();
-      await database.close();
-      releaseDatabase();
-      retryChannel.unsubscribe(onRetry);
-    })();
-    return stopping;
+      return runtime.close();
+    },
   };
-  return { app, database, url, stop };
 }
 
 /** `mds worker`: the background work (scheduler, webhook delivery) with no HTTP API, for deployments that run it apart. */
 export async function startWorker(config: Config): Promise<{ stop(): Promise<void> }> {
-  const database = openDatabase({
-    url: config.databaseUrl,
-    poolSize: 2,
-    schema: config.databaseSchema,
-    isolation: config.databaseIsolation,
-    ...databaseTimeouts(config),
-  });
-  if (database.dialect === 'sqlite') await migrateToLatest(database);
-  const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
-  const dest = logDestination(config.nodeEnv);
-  const log = dest ? pino({ level: config.logLevel }, dest) : pino({ level: config.logLevel });
-  // The worker signs no tokens: no key file is needed (or created) to run it.
-  const services = createServices({ config, database, clock: clockFromEnv(), signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
-  const metrics = new Metrics(database);
-  const background = startBackground(services, config, log, { scheduler: true, webhooks: true });
-  const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
-  log.info({ database: database.describe, ...(metricsServer ? { metrics: `${metricsServer.url}/metrics` } : {}) }, 'worker running');
-  return {
-    async stop() {
-      await background.stop();
-      await metricsServer?.close();
-      metrics.close();
-      await database.close();
-      releaseDatabase();
-    },
+  // The worker signs no tokens: its keys are never resolved, so no key file is needed (or created).
+  const runtime = await openRuntime(config, { poolSize: 2, claim: true, metrics: true });
+  const metricsUrl = await runtime.serveMetrics();
+  runtime.startBackground({ scheduler: true, webhooks: true });
+  runtime.log.info({ database: runtime.database.describe, ...(metricsUrl ? { metrics: `${metricsUrl}/metrics` } : {}) }, 'worker running');
+  return { stop: () => runtime.close() };
+}
+
+/** Runs a started server or worker until SIGTERM or SIGINT, then stops it and exits (1 if stopping failed). */
+export function untilSignal(stoppable: { stop(): Promise<void> }, announce: (signal: string) => void): Promise<never> {
+  const shutdown = (signal: string) => {
+    announce(signal);
+    stoppable.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  return new Promise<never>(() => {});
 }

@@ -39,7 +39,8 @@ export interface ServiceDeps {
   config: Config;
   database: Database;
   clock: Clock;
-  signingKeys: SigningKey[];
+  /** The token signing keys, or how to get them on first use (see TokenSigner). */
+  signingKeys: SigningKey[] | (() => SigningKey[]);
 }
 
 /** Courier client ids start with cou_, merchant ones with cli_: one lookup, in the right table (auth knows neither). */
@@ -52,7 +53,7 @@ async function findClient(db: Kysely<DB>, clientId: string): Promise<ClientCrede
   return m && { actor: 'merchant', subject: m.merchant_id, secretHash: m.secret_hash, active: m.status === 'ACTIVE' };
 }
 
-/** Wires every service from config, database and clock. The HTTP app and the CLI share this. */
+/** Wires every service from config, database and clock. src/runtime.ts calls it once per process; tests build their own. */
 export function createServices({ config, database, clock, signingKeys }: ServiceDeps): Services {
   const { db } = database;
   const windowMs = config.tokenFailureWindowSeconds * 1000;

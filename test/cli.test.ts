@@ -250,10 +250,19 @@ describeEachStore(
       assert.equal(perCommand.code, 0);
       assert.match(perCommand.stdout, /Usage: mds merchants create \[options\][\s\S]*--sandbox/);
       const helpCommand = await mds(t, 'help', 'transfers');
+      assert.equal(helpCommand.code, 0);
       assert.match(helpCommand.stdout, /Usage: mds transfers \[options\] \[command\][\s\S]*advance/);
       const help = await mds(t, '--help');
       assert.equal(help.code, 0);
       assert.match(help.stdout, /Usage: mds \[options\] \[command\]/);
+      // Asking for help is not a usage error; a group without its subcommand, or no command at all, is.
+      const helpAlone = await mds(t, 'help');
+      assert.equal(helpAlone.code, 0);
+      assert.equal(helpAlone.stdout, help.stdout);
+      const groupAlone = await mds(t, 'transfers');
+      assert.equal(groupAlone.code, 2);
+      assert.match(groupAlone.stderr, /Usage: mds transfers \[options\] \[command\]/);
+      assert.equal((await mds(t)).code, 2);
     });
 
     test('invalid configuration fails fast with every problem listed', async () => {

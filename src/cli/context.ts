@@ -1,21 +1,64 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type Config, redactUrl } from '../config.ts';
-import { type Database, dialectOf, migrateToLatest, openDatabase, sqlitePath } from '../db/database.ts';
-import { systemClock } from '../lib/clock.ts';
+import { type Command, InvalidArgumentError } from 'commander';
+import pino from 'pino';
+import { type Config, loadConfig, redactUrl } from '../config.ts';
+import { dialectOf, sqlitePath } from '../db/database.ts';
+import { TRANSFER_STATES } from '../db/types.ts';
+import { parseMajorAmount } from '../lib/money.ts';
+import { openRuntime, type Runtime } from '../runtime.ts';
 
-import { createServices, type Services } from '../services.ts';
+/** A usage problem found after parsing (exit 2, like commander's own). */
+export class UsageError extends Error {}
 
-/** Opens the configured database for one CLI command; the embedded default is migrated on the way. */
-export async function withServices<T>(config: Config, fn: (services: Services, database: Database) => Promise<T>): Promise<T> {
+/** What every command writes with: human text, or with --json the data as JSON (stdout either way). */
+export interface Output {
+  json: boolean;
+  print(human: string, data: unknown): void;
+}
+
+export function output(json: boolean): Output {
+  return {
+    json,
+    print(human, data) {
+      process.stdout.write(json ? `${JSON.stringify(data, null, 2)}\n` : `${human}\n`);
+    },
+  };
+}
+
+/** What every --help ends with. */
+export const FOOTER = `
+Every command takes --json for machine-readable output; errors then print {"error": CODE, "message"}
+on stdout (USAGE, CONFIG_INVALID, or the service's error type such as MERCHANT_NOT_FOUND).
+Amounts are in major units with at most two decimals (1250 or 1250.50).
+States: ${TRANSFER_STATES.join(', ')}.
+Operator changes are recorded as events with actor "operator" and the --reason text (the merchant sees it).
+Configuration comes from the environment (README: DATABASE_URL, PORT, ...); commands that open the
+database say which one on stderr.`;
+
+/** A command that takes --json (every leaf command does). */
+export function leaf(parent: Command, name: string, description: string): Command {
+  return parent.command(name).description(description).option('--json', 'machine-readable output');
+}
+
+/** A command group (merchants, balance, ...): its help ends with the footer too. */
+export function group(program: Command, name: string, description: string): Command {
+  return program.command(name).description(description).addHelpText('after', FOOTER);
+}
+
+/**
+ * Opens the runtime for one operator command (the embedded database migrated on the way, two
+ * connections, signing keys never resolved), runs fn and closes it.
+ */
+export async function withRuntime<T>(fn: (runtime: Runtime) => Promise<T>): Promise<T> {
+  const config = loadConfig();
   announceDatabase(config);
-  const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
+  // stdout is the command's output (--json included): logs go to stderr.
+  const runtime = await openRuntime(config, { poolSize: 2, log: pino({ level: config.logLevel }, process.stderr) });
   try {
-    if (database.dialect === 'sqlite') await migrateToLatest(database);
-    const services = createServices({ config, database, clock: systemClock, signingKeys: resolveSigningKeysLazily(config) });
-    return await fn(services, database);
+    return await fn(runtime);
   } finally {
-    await database.close();
+    await runtime.close();
   }
 }
 
@@ -37,7 +80,34 @@ export function announceDatabase(config: Config): void {
   }
 }
 
-// Operator commands never sign tokens; don't create a key file just to run them.
-function resolveSigningKeysLazily(config: Config) {
-  return config.tokenSigningKeys.length > 0 ? config.tokenSigningKeys : [{ kid: 'cli-unused', secret: Buffer.alloc(32) }];
+// ---- option parsers: commander calls them and reports what they throw as a usage error (exit 2) ----
+
+/** Trimmed text that is not blank. */
+export function text(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('it must not be blank');
+  return value.trim();
+}
+
+/** An amount in major units ("1250" or "1250.50") as minor units. */
+export function amount(value: string): number {
+  try {
+    return parseMajorAmount(value);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
+/** --limit: a whole number from 1 to 500. */
+export function limit(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 500) throw new InvalidArgumentError('--limit must be a whole number from 1 to 500');
+  return n;
+}
+
+/** An ISO 8601 time, normalised to UTC. */
+export function isoTime(value: string): string {
+  if (Number.isNaN(Date.parse(value)) || !/^\d{4}-\d{2}-\d{2}T/.test(value)) {
+    throw new InvalidArgumentError('--since must be an ISO 8601 time such as 2026-11-21T10:00:00Z');
+  }
+  return new Date(value).toISOString();
 }

@@ -75,26 +75,37 @@ const EXPIRED: VerifyResult = { ok: false, reason: 'expired' };
 
 export class TokenSigner {
   // Signing goes through jose with the keys imported once as CryptoKeys (importing raw bytes on every call cost about a third).
-  readonly #keys: Array<{ kid: string; key: CryptoKey }>;
   // Verification is synchronous node:crypto HMAC on the event loop: WebCrypto's async HMAC hopped to the
-  // libuv thread pool and back on every request, leaving the loop idle while it waited (issue 12).
-  readonly #verifyKeys: Map<string, KeyObject>;
+  // libuv thread pool and back on every request, leaving the loop idle while it waited.
+  #loaded: { signing: Array<{ kid: string; key: CryptoKey }>; verifying: Map<string, KeyObject> } | undefined;
+  // Keys given as a function are resolved on first use: a process that never signs or verifies a
+  // token (`mds worker`, the operator commands) then needs no key and creates no key file.
+  readonly #resolve: () => SigningKey[];
 
   readonly #clock: Clock;
   readonly ttlSeconds: number;
-  constructor(keys: SigningKey[], clock: Clock, ttlSeconds: number) {
-    if (keys.length === 0) throw new Error('at least one signing key is required');
-    this.#keys = keys.map((k) => ({
-      kid: k.kid,
-      key: createSecretKey(k.secret).toCryptoKey({ name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']) as CryptoKey,
-    }));
-    this.#verifyKeys = new Map(keys.map((k) => [k.kid, createSecretKey(k.secret)]));
+  constructor(keys: SigningKey[] | (() => SigningKey[]), clock: Clock, ttlSeconds: number) {
+    this.#resolve = typeof keys === 'function' ? keys : () => keys;
+    if (typeof keys !== 'function') this.#load();
     this.#clock = clock;
     this.ttlSeconds = ttlSeconds;
   }
 
+  #load() {
+    const keys = this.#resolve();
+    if (keys.length === 0) throw new Error('at least one signing key is required');
+    this.#loaded = {
+      signing: keys.map((k) => ({
+        kid: k.kid,
+        key: createSecretKey(k.secret).toCryptoKey({ name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']) as CryptoKey,
+      })),
+      verifying: new Map(keys.map((k) => [k.kid, createSecretKey(k.secret)])),
+    };
+    return this.#loaded;
+  }
+
   async sign(claims: TokenClaims): Promise<string> {
-    const [key] = this.#keys;
+    const [key] = (this.#loaded ?? this.#load()).signing;
     const now = Math.floor(this.#clock.now() / 1000);
     return new SignJWT({ client_id: claims.clientId, role: claims.actor })
       .setProtectedHeader({ alg: ALG, kid: key.kid, typ: TYP })
@@ -132,7 +143,7 @@ export class TokenSigner {
     const header = jsonObject(headerBytes);
     if (!header || header.alg !== ALG || header.crit !== undefined || header.b64 !== undefined) return INVALID;
     if (typeof header.kid !== 'string') return INVALID;
-    const key = this.#verifyKeys.get(header.kid);
+    const key = (this.#loaded ?? this.#load()).verifying.get(header.kid);
     if (!key || signature.length !== 32) return INVALID;
     const expected = createHmac('sha256', key).update(token.slice(0, dot2)).digest();
     if (!timingSafeEqual(expected, signature)) return INVALID;

@@ -1,0 +1,34 @@
+import type { Command } from 'commander';
+import { formatMinor } from '../../lib/money.ts';
+import { amount, group, leaf, type Output, text, withRuntime } from '../context.ts';
+
+export function balanceCommands(program: Command, out: Output): void {
+  const balance = group(program, 'balance', 'merchant balances and their ledger');
+
+  leaf(balance, 'top-up', 'add money (a TOP_UP ledger entry)')
+    .requiredOption('--merchant <id>', 'merchant id', text)
+    .requiredOption('--amount <amount>', 'e.g. 1250 or 1250.50', (v: string) => amount(text(v)))
+    .option('--note <text>', 'shown in the ledger')
+    .action((o: { merchant: string; amount: number; note?: string }) =>
+      withRuntime(async ({ services }) => {
+        const m = await services.merchants.topUp(o.merchant, o.amount, o.note);
+        out.print(`Topped up ${formatMinor(o.amount)} ${m.currency}; balance is now ${m.balance} ${m.currency}`, {
+          merchant: m,
+          amount: formatMinor(o.amount),
+        });
+      }),
+    );
+
+  leaf(balance, 'show', 'balance and every ledger entry')
+    .requiredOption('--merchant <id>', 'merchant id', text)
+    .action((o: { merchant: string }) =>
+      withRuntime(async ({ services }) => {
+        const l = await services.merchants.ledger(o.merchant);
+        const lines = l.entries.map(
+          (e) =>
+            `${e.createdAt}  ${e.kind.padEnd(7)} ${e.amount.padStart(12)}  -> ${e.balanceAfter.padStart(12)}${e.transferId ? `  transfer ${e.transferId}` : ''}${e.note ? `  (${e.note})` : ''}`,
+        );
+        out.print([`${l.merchant.name}: balance ${l.merchant.balance} ${l.merchant.currency}`, ...lines].join('\n'), l);
+      }),
+    );
+}
