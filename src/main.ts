@@ -37,6 +37,8 @@ type Values = {
   limit?: string;
   phone?: string;
   since?: string;
+  perMinute?: string;
+  default?: boolean;
 };
 
 /**
@@ -114,6 +116,12 @@ function buildProgram(dispatch: (command: string, positionals: string[], values:
     .option('--sandbox', 'a sandbox merchant: play money, transfers driven by a simulated courier')
     .action((o) => dispatch('merchants create', [], o)());
   leaf(merchants, 'list', 'every merchant with its balance').action((o) => dispatch('merchants list', [], o)());
+  // --- merchants set-limit (rate limits): self-contained, to port to src/cli/commands/merchants.ts ---
+  leaf(merchants, 'set-limit', "set a merchant's own API rate limit, or return it to the default (MERCHANT_RATE_LIMIT_PER_MINUTE)")
+    .argument('<merchantId>')
+    .option('--per-minute <n>', 'requests a minute, 1 to 1000000')
+    .option('--default', 'use the configured default again')
+    .action((id, o) => dispatch('merchants set-limit', ['merchants', 'set-limit', id], o)());
 
   const credentials = group('credentials', "merchants' client credentials");
   leaf(credentials, 'issue', 'issue another credential set (rotation)')
@@ -323,6 +331,27 @@ async function run(command: string, positionals: string[], values: Values, out: 
         });
         return 0;
       });
+    // --- merchants set-limit (rate limits) ---
+    case 'merchants set-limit': {
+      const merchantId = positionals[2];
+      if ((values.perMinute === undefined) === (values.default !== true)) throw new UsageError('give exactly one of --per-minute N or --default');
+      let perMinute: number | null = null;
+      if (values.perMinute !== undefined) {
+        if (!/^\d{1,7}$/.test(values.perMinute) || Number(values.perMinute) < 1 || Number(values.perMinute) > 1_000_000) {
+          throw new UsageError('--per-minute must be a whole number from 1 to 1000000');
+        }
+        perMinute = Number(values.perMinute);
+      }
+      return withServices(config, async (s) => {
+        const result = await s.merchants.setRateLimit(merchantId, perMinute);
+        const effective = result.rateLimitPerMinute ?? config.merchantRateLimitPerMinute;
+        out.print(
+          `Merchant ${merchantId}: ${effective} requests a minute${result.rateLimitPerMinute === null ? ' (the default, MERCHANT_RATE_LIMIT_PER_MINUTE)' : ''}; every instance applies it within a second`,
+          { ...result, effectivePerMinute: effective },
+        );
+        return 0;
+      });
+    }
     case 'credentials issue': {
       const merchantId = need(values, 'merchant');
       return withServices(config, async (s) => {

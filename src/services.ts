@@ -3,7 +3,6 @@ import type { Database } from './db/database.ts';
 import type { Clock } from './lib/clock.ts';
 import { AuthService } from './modules/auth/auth-service.ts';
 import { CredentialsService } from './modules/auth/credentials-service.ts';
-import { FailureLimiter } from './modules/auth/rate-limit.ts';
 import { TokenSigner } from './modules/auth/tokens.ts';
 import { couriersRepository } from './modules/couriers/repository.ts';
 import { CouriersService } from './modules/couriers/service.ts';
@@ -42,14 +41,11 @@ export interface ServiceDeps {
 /** Wires every service from config, database and clock. The HTTP app and the CLI share this. */
 export function createServices({ config, database, clock, signingKeys }: ServiceDeps): Services {
   const { db } = database;
-  const windowMs = config.tokenFailureWindowSeconds * 1000;
   const auth = new AuthService({
     db,
     clock,
     signer: new TokenSigner(signingKeys, clock, config.tokenTtlSeconds),
     cacheTtlMs: config.authCacheTtlMs,
-    clientLimiter: new FailureLimiter(config.tokenFailuresPerClient, windowMs, clock),
-    addressLimiter: new FailureLimiter(config.tokenFailuresPerAddress, windowMs, clock),
   });
   const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId));
   const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
@@ -91,9 +87,8 @@ export function createServices({ config, database, clock, signingKeys }: Service
       concurrency: config.webhookConcurrency,
       endpointConcurrency: config.webhookEndpointConcurrency,
     }),
-    tracking: new TrackingService(db, clock, {
+    tracking: new TrackingService(db, {
       refreshSeconds: config.trackingRefreshSeconds,
-      rateLimitPerMinute: config.trackingRateLimitPerMinute,
       // The courier's latest position while it carries the parcel (the sandbox courier has none).
       courierPosition: async ({ courierId }) => (courierId ? couriersRepository.position(db, courierId) : undefined),
     }),

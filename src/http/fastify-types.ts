@@ -1,9 +1,12 @@
 import type { CourierPrincipal, MerchantPrincipal } from '../modules/auth/auth-service.ts';
 import type { Services } from '../services.ts';
+import type { TokenFailures } from './rate-limits.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services;
+    /** The token endpoint's failed-attempt counters (src/http/rate-limits.ts). */
+    tokenFailures: TokenFailures;
   }
   interface FastifyRequest {
     /** The authenticated merchant; set by the auth hook on every merchant route. */

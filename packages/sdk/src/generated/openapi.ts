@@ -1155,7 +1155,14 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Requests the current window (a minute) allows: per merchant, per courier or per address, as the operation says; on the token endpoint, failed attempts from the client's address */
+        "RateLimit-Limit": number;
+        /** @description How many of them are left in the current window */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until the current window ends and the count starts again */
+        "RateLimit-Reset": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1324,6 +1331,9 @@ export interface operations {
                     "cache-control"?: string;
                     /** @description no-cache */
                     pragma?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1350,6 +1360,9 @@ export interface operations {
             /** @description `INVALID_REQUEST`: Invalid token request; `UNSUPPORTED_GRANT_TYPE`: Unsupported grant type */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1367,6 +1380,9 @@ export interface operations {
                 headers: {
                     /** @description Basic realm="merchant-delivery" (RFC 6749 section 5.2) */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1382,6 +1398,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1397,6 +1416,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1414,6 +1436,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1429,6 +1454,9 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1446,6 +1474,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1541,6 +1572,9 @@ export interface operations {
             /** @description The tracking page, or its data as JSON */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1743,6 +1777,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1758,6 +1795,9 @@ export interface operations {
             /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1811,6 +1851,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1826,6 +1869,9 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1843,6 +1889,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1881,6 +1930,9 @@ export interface operations {
                 headers: {
                     /** @description Present when there is a next page: <url>; rel="next" */
                     link?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1922,6 +1974,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1939,6 +1994,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1954,6 +2012,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1966,9 +2027,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1986,6 +2070,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2041,6 +2128,9 @@ export interface operations {
                 headers: {
                     /** @description Path of the new warehouse: /warehouses/{id} */
                     location?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2080,6 +2170,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2097,6 +2190,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2112,6 +2208,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2129,6 +2228,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2144,6 +2246,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2159,6 +2264,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2174,6 +2282,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WAREHOUSE_LIMIT_REACHED`: Warehouse limit reached */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2186,9 +2297,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2206,6 +2340,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2238,6 +2375,9 @@ export interface operations {
             /** @description The warehouse */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2277,6 +2417,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2294,6 +2437,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2309,6 +2455,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2324,6 +2473,9 @@ export interface operations {
             /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2336,9 +2488,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2356,6 +2531,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2409,6 +2587,9 @@ export interface operations {
             /** @description The updated warehouse */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2448,6 +2629,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2465,6 +2649,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2480,6 +2667,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2495,6 +2685,9 @@ export interface operations {
             /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2510,6 +2703,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2525,6 +2721,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2537,9 +2736,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2557,6 +2779,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2608,6 +2833,9 @@ export interface operations {
             /** @description The pending quote with every product and its price */
             201: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2681,6 +2909,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2698,6 +2929,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2713,6 +2947,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2728,6 +2965,9 @@ export interface operations {
             /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2745,6 +2985,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2760,6 +3003,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2775,6 +3021,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2790,6 +3039,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WAREHOUSE_DISABLED`: Warehouse disabled; `OUT_OF_SERVICE_AREA`: Destination out of service area */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2802,9 +3054,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2822,6 +3097,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2866,6 +3144,9 @@ export interface operations {
                 headers: {
                     /** @description Present when there is a next page: <url>; rel="next" */
                     link?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2946,6 +3227,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2963,6 +3247,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2978,6 +3265,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2990,9 +3280,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3010,6 +3323,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3060,6 +3376,9 @@ export interface operations {
                 headers: {
                     /** @description Path of the new transfer: /transfer/{transferId} */
                     location?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3138,6 +3457,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3155,6 +3477,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3170,6 +3495,9 @@ export interface operations {
             /** @description `INSUFFICIENT_BALANCE`: Insufficient balance */
             402: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3185,6 +3513,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3200,6 +3531,9 @@ export interface operations {
             /** @description `QUOTE_NOT_FOUND`: Quote not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3217,6 +3551,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3232,6 +3569,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3247,6 +3587,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3262,6 +3605,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `QUOTE_EXPIRED`: Quote expired; `PRODUCT_NOT_AVAILABLE`: Product not available; `WAREHOUSE_DISABLED`: Warehouse disabled */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3274,9 +3620,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3294,6 +3663,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3326,6 +3698,9 @@ export interface operations {
             /** @description The timeline, oldest first */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3392,6 +3767,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3409,6 +3787,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3424,6 +3805,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3439,6 +3823,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3451,9 +3838,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3471,6 +3881,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3519,6 +3932,9 @@ export interface operations {
             /** @description The cancelled transfer */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3603,6 +4019,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3620,6 +4039,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3635,6 +4057,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3650,6 +4075,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3667,6 +4095,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3682,6 +4113,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3697,6 +4131,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3712,6 +4149,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3724,9 +4164,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3744,6 +4207,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3791,6 +4257,9 @@ export interface operations {
             /** @description The transfer after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3872,6 +4341,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3889,6 +4361,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3904,6 +4379,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3919,6 +4397,9 @@ export interface operations {
             /** @description `ROUTE_NOT_FOUND`: No such endpoint; `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3936,6 +4417,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3951,6 +4435,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3966,6 +4453,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3981,6 +4471,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3993,9 +4486,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4013,6 +4529,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4045,6 +4564,9 @@ export interface operations {
             /** @description The transfer */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4123,6 +4645,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4140,6 +4665,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4155,6 +4683,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4170,6 +4701,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4182,9 +4716,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4202,6 +4759,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4238,6 +4798,9 @@ export interface operations {
                 headers: {
                     /** @description Present when there are older entries: <url>; rel="next" */
                     link?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4283,6 +4846,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4300,6 +4866,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4315,6 +4884,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4327,9 +4899,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4347,6 +4942,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4373,6 +4971,9 @@ export interface operations {
             /** @description The endpoints */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4428,6 +5029,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4443,6 +5047,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4455,9 +5062,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4475,6 +5105,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4527,6 +5160,9 @@ export interface operations {
                 headers: {
                     /** @description Path of the new endpoint: /webhook-endpoints/{id} */
                     location?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4581,6 +5217,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4598,6 +5237,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4613,6 +5255,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4630,6 +5275,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4645,6 +5293,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4660,6 +5311,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4675,6 +5329,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WEBHOOK_URL_REFUSED`: Webhook URL refused; `WEBHOOK_ENDPOINT_LIMIT_REACHED`: Webhook endpoint limit reached */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4687,9 +5344,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4707,6 +5387,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4739,6 +5422,9 @@ export interface operations {
             /** @description The endpoint */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4790,6 +5476,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4807,6 +5496,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4822,6 +5514,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4837,6 +5532,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4849,9 +5547,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4869,6 +5590,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4921,6 +5645,9 @@ export interface operations {
             /** @description The endpoint as it is now */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4972,6 +5699,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4989,6 +5719,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5004,6 +5737,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5019,6 +5755,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5034,6 +5773,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5049,6 +5791,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5064,6 +5809,9 @@ export interface operations {
             /** @description `WEBHOOK_URL_REFUSED`: Webhook URL refused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5076,9 +5824,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5096,6 +5867,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5128,6 +5902,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5135,6 +5912,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5152,6 +5932,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5167,6 +5950,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5182,6 +5968,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5197,6 +5986,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5212,6 +6004,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5224,9 +6019,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5244,6 +6062,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5282,6 +6103,9 @@ export interface operations {
             /** @description The endpoint with its new secret */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5336,6 +6160,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5353,6 +6180,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5368,6 +6198,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5383,6 +6216,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5400,6 +6236,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5415,6 +6254,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5430,6 +6272,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5445,6 +6290,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5457,9 +6305,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5477,6 +6348,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5515,6 +6389,9 @@ export interface operations {
             /** @description Queued */
             202: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5535,6 +6412,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5552,6 +6432,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5567,6 +6450,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5582,6 +6468,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5599,6 +6488,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5614,6 +6506,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5629,6 +6524,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5644,6 +6542,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5656,9 +6557,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5676,6 +6600,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5718,6 +6645,9 @@ export interface operations {
                 headers: {
                     /** @description Present when there is a next page: <url>; rel="next" */
                     link?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5778,6 +6708,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5795,6 +6728,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5810,6 +6746,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5825,6 +6764,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5837,9 +6779,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5857,6 +6822,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5910,6 +6878,9 @@ export interface operations {
             /** @description Queued */
             202: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5929,6 +6900,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5946,6 +6920,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5961,6 +6938,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5976,6 +6956,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5993,6 +6976,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6008,6 +6994,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6023,6 +7012,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6038,6 +7030,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6050,9 +7045,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6070,6 +7088,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6123,6 +7144,9 @@ export interface operations {
             /** @description Queued */
             202: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6142,6 +7166,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6159,6 +7186,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6174,6 +7204,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6189,6 +7222,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `EVENT_NOT_FOUND`: Event not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6206,6 +7242,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6221,6 +7260,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6236,6 +7278,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6251,6 +7296,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6263,9 +7311,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6283,6 +7354,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6309,6 +7383,9 @@ export interface operations {
             /** @description Your status */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6353,6 +7430,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6368,6 +7448,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6380,9 +7463,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6400,6 +7506,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6442,6 +7551,9 @@ export interface operations {
             /** @description Your status */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6484,6 +7596,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6501,6 +7616,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6516,6 +7634,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6531,6 +7652,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6546,6 +7670,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6558,9 +7685,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6578,6 +7728,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6617,6 +7770,9 @@ export interface operations {
             /** @description Kept */
             204: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6624,6 +7780,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6641,6 +7800,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6656,6 +7818,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6671,6 +7836,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6686,6 +7854,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6703,6 +7874,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6718,6 +7892,9 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6735,6 +7912,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6767,6 +7947,9 @@ export interface operations {
             /** @description Open jobs, nearest first */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6848,6 +8031,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6865,6 +8051,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6880,6 +8069,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6895,6 +8087,9 @@ export interface operations {
             /** @description `COURIER_OFFLINE`: Courier offline */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6907,9 +8102,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6927,6 +8145,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6953,6 +8174,9 @@ export interface operations {
             /** @description Your jobs */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7060,6 +8284,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7075,6 +8302,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7087,9 +8317,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7107,6 +8360,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7139,6 +8395,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7242,6 +8501,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7259,6 +8521,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7274,6 +8539,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7289,6 +8557,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7304,6 +8575,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed; `JOB_TAKEN`: Job taken; `TOO_MANY_JOBS`: Too many jobs; `COURIER_OFFLINE`: Courier offline */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7319,6 +8593,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7334,6 +8611,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7349,6 +8629,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7361,9 +8644,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7381,6 +8687,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7413,6 +8722,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7516,6 +8828,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7533,6 +8848,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7548,6 +8866,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7563,6 +8884,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7578,6 +8902,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7593,6 +8920,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7608,6 +8938,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7623,6 +8956,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7635,9 +8971,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7655,6 +9014,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7699,6 +9061,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7802,6 +9167,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7819,6 +9187,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7834,6 +9205,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7849,6 +9223,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7864,6 +9241,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7879,6 +9259,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7894,6 +9277,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7909,6 +9295,9 @@ export interface operations {
             /** @description `WRONG_CODE`: Wrong code */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7924,6 +9313,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7936,9 +9328,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7956,6 +9371,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8000,6 +9418,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8103,6 +9524,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8120,6 +9544,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8135,6 +9562,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8150,6 +9580,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8165,6 +9598,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8180,6 +9616,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8195,6 +9634,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8210,6 +9652,9 @@ export interface operations {
             /** @description `WRONG_CODE`: Wrong code */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8225,6 +9670,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8237,9 +9685,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8257,6 +9728,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8306,6 +9780,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8409,6 +9886,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8426,6 +9906,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8441,6 +9924,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8456,6 +9942,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8471,6 +9960,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8486,6 +9978,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8501,6 +9996,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8516,6 +10014,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8528,9 +10029,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8548,6 +10072,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8592,6 +10119,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8695,6 +10225,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8712,6 +10245,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8727,6 +10263,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8742,6 +10281,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8757,6 +10299,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8772,6 +10317,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8787,6 +10335,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8802,6 +10353,9 @@ export interface operations {
             /** @description `WRONG_CODE`: Wrong code */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8817,6 +10371,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8829,9 +10386,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8849,6 +10429,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
