@@ -100,7 +100,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     tokenFailuresPerClient: config.tokenFailuresPerClient,
     tokenFailuresPerAddress: config.tokenFailuresPerAddress,
     tokenFailureWindowMs: config.tokenFailureWindowSeconds * 1000,
-    redis: config.redisUrl ? openRedis(app, config.redisUrl) : undefined,
+    redis: config.redisUrl ? await openRedis(app, config.redisUrl) : undefined,
     redisPrefix: config.rateLimitRedisPrefix,
     clock: deps.clock ?? systemClock,
     merchantLimit: (merchantId) => app.services.merchants.rateLimitOf(merchantId),

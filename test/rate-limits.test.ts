@@ -243,7 +243,9 @@ async function redisReachable(): Promise<boolean> {
 }
 
 const redisUp = await redisReachable();
-// CI installs and starts Redis (.ci/run), so this runs there; on a machine without Redis it says why it skipped.
+// CI installs and starts Redis (.ci/run) and sets REQUIRE_REDIS=1, so there this runs or fails; elsewhere
+// a machine without Redis skips it and says why.
+if (!redisUp && process.env.REQUIRE_REDIS === '1') throw new Error(`REQUIRE_REDIS=1 but Redis is unreachable at ${REDIS_URL}`);
 const skipRedis = redisUp ? false : `Redis is unreachable at ${REDIS_URL} (start redis-server, or set TEST_REDIS_URL)`;
 
 for (const store of STORES) {

@@ -1,12 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 /**
  * The Redis client of the rate limiter (REDIS_URL), closed with the app. A Redis that is down or slow
  * must cost requests little: one reconnection try per command and a 500 ms command timeout, after which
  * the limiter lets the request through (skipOnError). Its errors are logged at most once a minute.
  */
-export function openRedis(app: FastifyInstance, url: string): Redis {
+export async function openRedis(app: FastifyInstance, url: string): Promise<Redis> {
+  // Loaded only when configured: most instances never need the client.
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 500, connectionName: 'mds-rate-limit' });
   let lastLogged = 0;
   redis.on('error', (err: Error) => {
