@@ -566,6 +566,9 @@ async function main(): Promise<void> {
       PORT: String(port),
       TOKEN_SIGNING_KEYS: generateSigningKey(),
       MAX_WAREHOUSES_PER_MERCHANT: String(Math.max(WAREHOUSES, 1000)),
+      // Rate limits on (counted, headers sent) but high enough never to refuse: the rows measure the
+      // service, and the limits' own cost is the row against a second instance with them off.
+      MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000',
     };
     if (!postgresUrl) delete env.DATABASE_SCHEMA;
     const loadBefore = loadavg()
@@ -698,9 +701,9 @@ async function main(): Promise<void> {
     const probe = async () => {
       probes.push(await load(rawTarget, rawRow, PROBE_SECONDS));
     };
-    const run = async (s: Scenario) => {
+    const run = async (s: Scenario, target?: Target) => {
       await probe();
-      const m = await load(s.raw ? rawTarget : svc, s);
+      const m = await load(target ?? (s.raw ? rawTarget : svc), s);
       log(`  ${s.title.padEnd(46)} ${Math.round(m.rps).toString().padStart(6)} req/s  p50 ${f2(m.p50)} ms  p99 ${f2(m.p99)} ms`);
       rows.push(m);
       return m;
@@ -721,6 +724,23 @@ async function main(): Promise<void> {
     log('measuring');
     await run(rawRow);
     for (const s of reads) await run(s);
+    // The cost of the rate limits: the same read on a second instance (same database, same CPU) with them off.
+    const offPort = await freePort();
+    const off = startServer({
+      env: { ...env, PORT: String(offPort), RATE_LIMITS_ENABLED: 'false', SCHEDULER_ENABLED: 'false', WEBHOOK_WORKER_ENABLED: 'false' },
+      readyTimeoutMs: 60_000,
+      logChars: 10_000,
+    });
+    try {
+      const offTarget: Target = { base: await off.ready, pid: off.pid };
+      pin(off.pid, SERVER_CPU);
+      const getRow = reads.find((r) => r.key === 'warehouse-get') as Scenario;
+      await load(offTarget, getRow, SMOKE ? 0.5 : 1);
+      await run({ ...getRow, key: 'warehouse-get-limits-off', title: 'GET /warehouses/{id}, rate limits off' }, offTarget);
+      await run({ ...getRow, key: 'warehouse-get-again', title: 'GET /warehouses/{id} (limits on, again)' });
+    } finally {
+      await off.stop(5000);
+    }
     const fsyncs = [fsyncsPerSecond(tmp)];
     const commits = [await durableCommitsPerSecond(tmp)];
     const optionsRow = await run(options);

@@ -8,6 +8,8 @@ import { capConnections } from './http/connections.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { REDACT_PATHS, refuseAmbiguousHeaders, refuseUnreadableBody, requestId, serializeRequest, strictJsonParser, trustHops } from './http/plumbing.ts';
 import { protect, protectCourier } from './http/protected.ts';
+import { documentRateLimit, registerRateLimits } from './http/rate-limits.ts';
+import { openRedis } from './http/redis.ts';
 import { registerRouting } from './http/routing.ts';
 import type { Clock } from './lib/clock.ts';
 import { clockFromEnv } from './lib/clock.ts';
@@ -93,13 +95,39 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerErrorHandling(app);
   if (deps.metrics) registerMetrics(app, deps.metrics, config.metricsToken);
   await registerOpenApi(app, WEBHOOKS_DOCUMENT);
+  const limits = await registerRateLimits(app, {
+    enabled: config.rateLimitsEnabled,
+    merchantPerMinute: config.merchantRateLimitPerMinute,
+    courierPerMinute: config.courierRateLimitPerMinute,
+    trackingPerMinute: config.trackingRateLimitPerMinute,
+    tokenFailuresPerClient: config.tokenFailuresPerClient,
+    tokenFailuresPerAddress: config.tokenFailuresPerAddress,
+    tokenFailureWindowMs: config.tokenFailureWindowSeconds * 1000,
+    redis: config.redisUrl ? await openRedis(app, config.redisUrl) : undefined,
+    redisPrefix: config.rateLimitRedisPrefix,
+    clock: deps.clock ?? clockFromEnv(),
+    merchantLimit: (merchantId) => app.services.merchants.rateLimitOf(merchantId),
+  });
+  app.decorate('tokenFailures', limits.tokenFailures);
 
   await app.register(healthRoutes(database));
-  await app.register(authRoutes);
+  await app.register(async (token) => {
+    // Before the body is read: an address that failed too often is refused whatever it sends.
+    token.addHook('onRequest', limits.tokenAddress);
+    documentRateLimit(token, 'application/json');
+    await token.register(authRoutes);
+  });
   await app.register(discoveryRoutes(config.publicBaseUrl));
-  await app.register(trackingRoutes);
+  await app.register(async (tracking) => {
+    if (config.rateLimitsEnabled) documentRateLimit(tracking);
+    tracking.addHook('onRequest', limits.tracking);
+    await tracking.register(trackingRoutes);
+  });
   await app.register(async (api) => {
     protect(api);
+    // After authentication (protect's hook runs first): counted per merchant.
+    if (config.rateLimitsEnabled) documentRateLimit(api);
+    api.addHook('onRequest', limits.merchants);
     await api.register(warehouseRoutes);
     await api.register(quoteRoutes);
     await api.register(transferRoutes);
@@ -108,6 +136,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(async (courierApi) => {
     protectCourier(courierApi);
+    if (config.rateLimitsEnabled) documentRateLimit(courierApi);
+    courierApi.addHook('onRequest', limits.couriers);
     await courierApi.register(courierRoutes);
   });
   return app;

@@ -67,6 +67,16 @@ export interface Config {
   webhookEndpointConcurrency: number;
   /** Requests per minute per client address on the public tracking page. */
   trackingRateLimitPerMinute: number;
+  /** Whether the merchant, courier and tracking request limits apply (failed token attempts are always limited). */
+  rateLimitsEnabled: boolean;
+  /** Requests per minute per merchant on the merchant API, unless the operator set the merchant's own. */
+  merchantRateLimitPerMinute: number;
+  /** Requests per minute per courier on the courier API (position updates count in a bucket of their own). */
+  courierRateLimitPerMinute: number;
+  /** Rate-limit counters shared by every instance in this Redis; unset: in memory, per instance. */
+  redisUrl: string | undefined;
+  /** Prefix of the rate-limit keys in Redis (several deployments can share one Redis). */
+  rateLimitRedisPrefix: string;
   /** How often an open tracking page refreshes itself while the delivery is under way. */
   trackingRefreshSeconds: number;
 }
@@ -158,6 +168,11 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`TRUST_PROXY must be false, true, a hop count, or comma-separated proxy addresses/CIDRs, got "${trustProxyRaw}"`);
   }
 
+  const redisUrl = str('REDIS_URL', '') || undefined;
+  if (redisUrl !== undefined && !/^rediss?:\/\/[^\s]+$/.test(redisUrl)) {
+    problems.push(`REDIS_URL must start with redis:// or rediss://, got "${redactUrl(redisUrl)}"`);
+  }
+
   const config: Config = {
     nodeEnv,
     host: str('HOST', '127.0.0.1'),
@@ -203,6 +218,12 @@ export function loadConfig(env: Env = process.env): Config {
     webhookEndpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 100),
     trackingRateLimitPerMinute: int('TRACKING_RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     trackingRefreshSeconds: int('TRACKING_REFRESH_SECONDS', 10, 1, 3600),
+    rateLimitsEnabled: bool('RATE_LIMITS_ENABLED', true),
+    merchantRateLimitPerMinute: int('MERCHANT_RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    // At least 60: a courier's position once a second must always fit.
+    courierRateLimitPerMinute: int('COURIER_RATE_LIMIT_PER_MINUTE', 600, 60, 1_000_000),
+    redisUrl,
+    rateLimitRedisPrefix: str('RATE_LIMIT_REDIS_PREFIX', 'mds:ratelimit:'),
   };
   if (config.webhookAllowPrivate && nodeEnv === 'production') {
     problems.push('WEBHOOK_ALLOW_PRIVATE=true is for development and tests: it lets merchants make the service call internal addresses');

@@ -6,7 +6,6 @@ import type { Clock } from './lib/clock.ts';
 import { AuthService, type ClientCredential } from './modules/auth/auth-service.ts';
 import { credentialsRepository } from './modules/auth/credentials-repository.ts';
 import { CredentialsService } from './modules/auth/credentials-service.ts';
-import { FailureLimiter } from './modules/auth/rate-limit.ts';
 import { TokenSigner } from './modules/auth/tokens.ts';
 import { COURIER_CLIENT_PREFIX, couriersRepository } from './modules/couriers/repository.ts';
 import { CouriersService } from './modules/couriers/service.ts';
@@ -56,13 +55,10 @@ async function findClient(db: Kysely<DB>, clientId: string): Promise<ClientCrede
 /** Wires every service from config, database and clock. src/runtime.ts calls it once per process; tests build their own. */
 export function createServices({ config, database, clock, signingKeys }: ServiceDeps): Services {
   const { db } = database;
-  const windowMs = config.tokenFailureWindowSeconds * 1000;
   const auth = new AuthService({
     clock,
     signer: new TokenSigner(signingKeys, clock, config.tokenTtlSeconds),
     cacheTtlMs: config.authCacheTtlMs,
-    clientLimiter: new FailureLimiter(config.tokenFailuresPerClient, windowMs, clock),
-    addressLimiter: new FailureLimiter(config.tokenFailuresPerAddress, windowMs, clock),
     findClient: (clientId) => findClient(db, clientId),
   });
   const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId));
@@ -105,9 +101,8 @@ export function createServices({ config, database, clock, signingKeys }: Service
       concurrency: config.webhookConcurrency,
       endpointConcurrency: config.webhookEndpointConcurrency,
     }),
-    tracking: new TrackingService(db, clock, {
+    tracking: new TrackingService(db, {
       refreshSeconds: config.trackingRefreshSeconds,
-      rateLimitPerMinute: config.trackingRateLimitPerMinute,
       // The courier's latest position while it carries the parcel (the sandbox courier has none).
       courierPosition: async ({ courierId }) => (courierId ? couriersRepository.position(db, courierId) : undefined),
     }),

@@ -359,6 +359,38 @@ describeEachStore(
       void m;
     });
 
+    test('429 RATE_LIMITED: retryAfterSeconds from the service; a retry waits exactly Retry-After; longer than maxRetryAfterSeconds is thrown at once', async () => {
+      const m = await t.merchant('Limited');
+      await t.services.merchants.setRateLimit(m.merchantId, 2);
+      const sdk = client(m, { overloadRetries: 1, maxRetryAfterSeconds: 30 });
+      await sdk.balance.get();
+      await sdk.balance.get();
+      const started = Date.now();
+      // The service's window ends in 60 s (the test clock does not move): more than the 30 s allowed, so no wait.
+      await assert.rejects(sdk.balance.get(), { type: 'RATE_LIMITED', status: 429, retryable: true, retryAfterSeconds: 60 });
+      assert.ok(Date.now() - started < 1000, 'thrown without waiting');
+
+      // A 429 asking for 1 s: the retry comes after 1 s, not after the 5 ms backoff.
+      const other = await t.merchant('Patient');
+      let limitedAt = 0;
+      let retriedAt = 0;
+      const patient = client(other, {
+        overloadRetries: 1,
+        fetch: async (input, init) => {
+          if (!String(input).includes('/balance')) return fetch(input, init);
+          if (limitedAt === 0) {
+            limitedAt = Date.now();
+            const body = { type: 'RATE_LIMITED', title: 'Too many requests', status: 429, detail: 'slow down', requestId: 'r' };
+            return new Response(JSON.stringify(body), { status: 429, headers: { 'content-type': 'application/problem+json', 'retry-after': '1' } });
+          }
+          retriedAt = Date.now();
+          return fetch(input, init);
+        },
+      });
+      assert.equal((await patient.balance.get()).currency, 'RUB');
+      assert.ok(retriedAt - limitedAt >= 1000, `waited ${retriedAt - limitedAt} ms`);
+    });
+
     test('timeouts and AbortSignal end a call; 429/503 are retried only when asked to', async () => {
       const m = await t.merchant('Timeouts');
       const silent = net.createServer(() => {}); // accepts, never answers

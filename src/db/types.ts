@@ -11,6 +11,8 @@ export interface MerchantsTable {
   mode: MerchantMode;
   created_at: number;
   updated_at: number;
+  /** The operator's limit of requests per minute for this merchant; null (or absent on insert): the configured default. */
+  rate_limit_per_minute?: number | null;
 }
 
 export interface CredentialsTable {

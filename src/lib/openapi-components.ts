@@ -30,6 +30,7 @@ type Json = Record<string, unknown>;
 /** Rewrites the document in place: annotated subschemas become $refs to components.schemas. */
 export function hoistComponents<D extends Json>(document: D): D {
   const schemas: Record<string, Json> = {};
+  const headers: Record<string, Json> = {};
   const define = (name: string, schema: Json) => {
     if (schemas[name] === undefined) schemas[name] = schema;
     else if (!isDeepStrictEqual(schemas[name], schema)) {
@@ -56,11 +57,42 @@ export function hoistComponents<D extends Json>(document: D): D {
     }
     return out;
   };
-  const paths = walk(document.paths);
+  const paths = hoistHeaders(walk(document.paths) as Json, (name, header) => {
+    if (headers[name] !== undefined && !isDeepStrictEqual(headers[name], header)) {
+      throw new Error(`OpenAPI header component ${name} is described two different ways; describe it once`);
+    }
+    headers[name] = header;
+  });
   // The OpenAPI 3.1 webhooks (payloads we POST to merchants) share schemas with the paths (Event).
   const webhooks = document.webhooks === undefined ? undefined : walk(document.webhooks);
   const components = (document.components ?? {}) as Json;
   const existing = (components.schemas ?? {}) as Json;
   const sorted = Object.fromEntries(Object.entries({ ...existing, ...schemas }).sort(([a], [b]) => a.localeCompare(b)));
-  return { ...document, paths, ...(webhooks === undefined ? {} : { webhooks }), components: { ...components, schemas: sorted } };
+  const headerComponents = Object.keys(headers).length > 0 ? { headers: { ...((components.headers as Json) ?? {}), ...headers } } : {};
+  return { ...document, paths, ...(webhooks === undefined ? {} : { webhooks }), components: { ...components, schemas: sorted, ...headerComponents } };
+}
+
+/** Response headers documented on many operations (the rate-limit headers): one components.headers entry each, $ref'd from every response. */
+const SHARED_HEADERS: Record<string, string> = {
+  'ratelimit-limit': 'RateLimit-Limit',
+  'ratelimit-remaining': 'RateLimit-Remaining',
+  'ratelimit-reset': 'RateLimit-Reset',
+};
+
+function hoistHeaders(paths: Json, define: (name: string, header: Json) => void): Json {
+  for (const item of Object.values(paths) as Json[]) {
+    for (const operation of Object.values(item) as Json[]) {
+      for (const response of Object.values((operation?.responses as Json) ?? {}) as Json[]) {
+        const headers = response?.headers as Json | undefined;
+        if (!headers) continue;
+        for (const [key, header] of Object.entries(headers)) {
+          const name = SHARED_HEADERS[key];
+          if (!name) continue;
+          define(name, header as Json);
+          headers[key] = { $ref: `#/components/headers/${name}` };
+        }
+      }
+    }
+  }
+  return paths;
 }

@@ -334,7 +334,15 @@ function requestArb(f: Fixture): fc.Arbitrary<GeneratedRequest> {
 }
 
 export async function fuzzFamily(store: StoreName, runs: number, seed: number): Promise<FuzzFigures> {
-  const t = await createTestApp(store, { TOKEN_FAILURES_PER_ADDRESS: '1000000', TOKEN_FAILURES_PER_CLIENT: '1000000' });
+  // Limits high enough never to refuse: the fuzzer looks for broken properties, not floods (the limits,
+  // their headers and their 429s have their own tests in test/rate-limits.test.ts).
+  const t = await createTestApp(store, {
+    TOKEN_FAILURES_PER_ADDRESS: '1000000',
+    TOKEN_FAILURES_PER_CLIENT: '1000000',
+    MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000',
+    COURIER_RATE_LIMIT_PER_MINUTE: '1000000',
+    TRACKING_RATE_LIMIT_PER_MINUTE: '1000000',
+  });
   const started = performance.now();
   const figures: FuzzFigures = { store, requests: 0, seed, statuses: {}, byEndpoint: {}, refusedChecked: 0, ms: 0 };
   try {

@@ -51,8 +51,13 @@ export interface ClientOptions {
    * Idempotency-Key that every retry of the call repeats.
    */
   maxNetworkRetries?: number;
-  /** Opt-in: retries of 429 and 503 answers, with exponential backoff and Retry-After (default 0). */
+  /**
+   * Opt-in: retries of 429 and 503 answers (default 0). A retry waits exactly the answer's Retry-After
+   * (the service says when its rate-limit window ends), or backs off exponentially when there is none.
+   */
   overloadRetries?: number;
+  /** A 429/503 asking to wait longer than this is not retried: it is thrown at once, with its retryAfterSeconds (default 60). */
+  maxRetryAfterSeconds?: number;
   /** First backoff delay (default 500 ms), doubled per retry with jitter, capped by retryMaxDelayMs (default 8 s). */
   retryBaseDelayMs?: number;
   retryMaxDelayMs?: number;
@@ -256,8 +261,17 @@ export class MerchantDeliveryClient {
         continue;
       }
       if ((error.status === 429 || error.status === 503) && overloadCount < overloadRetries) {
-        await sleep(this.#backoff(overloadCount++, error.retryAfterSeconds), options.signal);
-        continue;
+        const wait = error.retryAfterSeconds;
+        if (wait === undefined) {
+          await sleep(this.#backoff(overloadCount++), options.signal);
+          continue;
+        }
+        // Waiting less than told would only be refused again; waiting longer than the caller allows is the caller's call.
+        if (wait <= (this.#options.maxRetryAfterSeconds ?? 60)) {
+          overloadCount++;
+          await sleep(wait * 1000, options.signal);
+          continue;
+        }
       }
       throw error;
     }

@@ -1,5 +1,11 @@
-import type { Command } from 'commander';
-import { amount, group, leaf, type Output, text, withRuntime } from '../context.ts';
+import { type Command, InvalidArgumentError } from 'commander';
+import { amount, group, leaf, type Output, text, UsageError, withRuntime } from '../context.ts';
+
+function perMinute(value: string): number {
+  const n = Number(value);
+  if (!/^\d{1,7}$/.test(value) || n < 1 || n > 1_000_000) throw new InvalidArgumentError('--per-minute must be a whole number from 1 to 1000000');
+  return n;
+}
 
 export function merchantsCommands(program: Command, out: Output): void {
   const merchants = group(program, 'merchants', 'merchant accounts');
@@ -34,4 +40,20 @@ export function merchantsCommands(program: Command, out: Output): void {
       });
     }),
   );
+
+  leaf(merchants, 'set-limit', "set a merchant's own API rate limit, or return it to the default (MERCHANT_RATE_LIMIT_PER_MINUTE)")
+    .argument('<merchantId>')
+    .option('--per-minute <n>', 'requests a minute, 1 to 1000000', perMinute)
+    .option('--default', 'use the configured default again')
+    .action((merchantId: string, o: { perMinute?: number; default?: boolean }) => {
+      if ((o.perMinute === undefined) === (o.default !== true)) throw new UsageError('give exactly one of --per-minute N or --default');
+      return withRuntime(async ({ services, config }) => {
+        const result = await services.merchants.setRateLimit(merchantId, o.perMinute ?? null);
+        const effective = result.rateLimitPerMinute ?? config.merchantRateLimitPerMinute;
+        out.print(
+          `Merchant ${merchantId}: ${effective} requests a minute${result.rateLimitPerMinute === null ? ' (the default, MERCHANT_RATE_LIMIT_PER_MINUTE)' : ''}; every instance applies it within a second`,
+          { ...result, effectivePerMinute: effective },
+        );
+      });
+    });
 }

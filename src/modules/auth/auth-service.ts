@@ -1,7 +1,6 @@
 import type { Clock } from '../../lib/clock.ts';
 import { hashSecret, secretMatches } from '../../lib/credential-hash.ts';
 import { AppError } from '../../lib/errors.ts';
-import type { FailureLimiter } from './rate-limit.ts';
 import type { ActorKind, TokenSigner } from './tokens.ts';
 
 export interface MerchantPrincipal {
@@ -37,8 +36,6 @@ export interface AuthServiceOptions {
   signer: TokenSigner;
   /** How long a credential's status may be served from memory (0 to 1000 ms). */
   cacheTtlMs: number;
-  clientLimiter: FailureLimiter;
-  addressLimiter: FailureLimiter;
   /** Finds a client id's credential in whichever table holds it (merchants' or couriers'): given by src/services.ts, so auth imports neither. */
   findClient: ClientLookup;
 }
@@ -63,25 +60,14 @@ export class AuthService {
   }
 
   /**
-   * Client credentials grant (RFC 6749 4.4). Failed attempts count against the address and against
-   * the client id *from that address*: client ids are public, so counting per client id alone would
-   * let anyone lock a merchant out with a few wrong secrets. (Secrets are 256-bit: the limits slow
-   * down noise and guessing of client ids, they are not what keeps secrets safe.)
+   * Client credentials grant (RFC 6749 4.4). Failed attempts are counted and limited by the token
+   * route (src/http/rate-limits.ts). (Secrets are 256-bit: the limits slow down noise and guessing of
+   * client ids, they are not what keeps secrets safe.)
    */
-  async issueToken(clientId: string, clientSecret: string, address: string): Promise<TokenResponse> {
-    const clientKey = `${address} ${clientId}`;
-    const wait = Math.max(this.#o.clientLimiter.retryAfter(clientKey), this.#o.addressLimiter.retryAfter(address));
-    if (wait > 0) {
-      throw new AppError('RATE_LIMITED', `Too many failed token requests; retry in ${wait} s`, {
-        headers: { 'retry-after': String(wait) },
-        extra: { error: 'invalid_request', error_description: 'Too many failed token requests' },
-      });
-    }
+  async issueToken(clientId: string, clientSecret: string): Promise<TokenResponse> {
     const credential = await this.#o.findClient(clientId);
     const matches = secretMatches(clientSecret, credential?.secretHash ?? DUMMY_HASH);
     if (!credential || !matches || !credential.active) {
-      this.#o.clientLimiter.recordFailure(clientKey);
-      this.#o.addressLimiter.recordFailure(address);
       const detail = credential && matches ? 'The client credentials have been revoked' : 'Unknown client or wrong client secret';
       throw invalidClient(detail);
     }

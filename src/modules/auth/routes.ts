@@ -107,7 +107,16 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { clientId, clientSecret } = readTokenRequest(request);
-      const token = await app.services.auth.issueToken(clientId, clientSecret, request.ip);
+      // Failed attempts count per address and per client id from that address (client ids are public:
+      // counting per client id alone would let anyone lock a merchant out with a few wrong secrets).
+      await app.tokenFailures.checkClient(request, reply, clientId);
+      let token: Awaited<ReturnType<typeof app.services.auth.issueToken>>;
+      try {
+        token = await app.services.auth.issueToken(clientId, clientSecret);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'INVALID_CLIENT') await app.tokenFailures.recordFailure(request, reply, clientId);
+        throw err;
+      }
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
       return token;
     },

@@ -12,6 +12,17 @@ export const merchantsRepository = {
     return db.selectFrom('merchants').selectAll().where('id', '=', id).executeTakeFirst();
   },
 
+  /** Sets (or clears, with null) the merchant's own request limit; false when there is no such merchant. */
+  async setRateLimit(db: Db, merchantId: string, perMinute: number | null, at: number): Promise<boolean> {
+    const r = await db.updateTable('merchants').set({ rate_limit_per_minute: perMinute, updated_at: at }).where('id', '=', merchantId).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  },
+
+  async rateLimit(db: Db, merchantId: string): Promise<number | null> {
+    const row = await db.selectFrom('merchants').select('rate_limit_per_minute').where('id', '=', merchantId).executeTakeFirst();
+    return row?.rate_limit_per_minute ?? null;
+  },
+
   async list(db: Db): Promise<MerchantRow[]> {
     return db.selectFrom('merchants').selectAll().orderBy('id').execute();
   },

@@ -32,6 +32,9 @@ export interface LedgerEntryView {
 }
 
 const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u');
+const MAX_RATE_LIMIT = 1_000_000;
+/** How long an instance may apply a merchant's limit after the operator changed it. */
+export const RATE_LIMIT_CACHE_MS = 1000;
 
 /** Merchants and their money. Every balance change writes a ledger entry in the same transaction. */
 export interface IssuedCredential {
@@ -48,6 +51,7 @@ export class MerchantsService {
   readonly #clock: Clock;
   readonly #issueCredential: IssueCredential;
   readonly #currency: string;
+  readonly #limits = new Map<string, { value: number | null; until: number }>();
   constructor(db: Kysely<DB>, clock: Clock, issueCredential: IssueCredential, currency: string) {
     this.#db = db;
     this.#clock = clock;
@@ -119,6 +123,32 @@ export class MerchantsService {
       entries: page.map(toEntryView),
       ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}),
     };
+  }
+
+  /**
+   * The operator's per-merchant request limit (requests a minute on the merchant API); null returns the
+   * merchant to the configured default. Every instance applies it within RATE_LIMIT_CACHE_MS (1 s).
+   */
+  async setRateLimit(merchantId: string, perMinute: number | null): Promise<{ merchantId: string; rateLimitPerMinute: number | null }> {
+    if (perMinute !== null && (!Number.isSafeInteger(perMinute) || perMinute < 1 || perMinute > MAX_RATE_LIMIT)) {
+      throw new AppError('VALIDATION_FAILED', `A merchant's limit must be a whole number of requests a minute from 1 to ${MAX_RATE_LIMIT}`);
+    }
+    if (!(await merchantsRepository.setRateLimit(this.#db, merchantId, perMinute, this.#clock.now()))) {
+      throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
+    }
+    this.#limits.delete(merchantId);
+    return { merchantId, rateLimitPerMinute: perMinute };
+  }
+
+  /** The merchant's own limit (null: the default), read at most once a second per merchant: it is asked on every request. */
+  async rateLimitOf(merchantId: string): Promise<number | null> {
+    const now = Date.now(); // cache age is wall time, not the (test-movable) business clock
+    const hit = this.#limits.get(merchantId);
+    if (hit && hit.until > now) return hit.value;
+    const value = await merchantsRepository.rateLimit(this.#db, merchantId);
+    if (this.#limits.size > 10_000) this.#limits.clear();
+    this.#limits.set(merchantId, { value, until: now + RATE_LIMIT_CACHE_MS });
+    return value;
   }
 
   async #credit(trx: Db, merchantId: string, amountMinor: number, note: string | null): Promise<number> {

@@ -47,22 +47,18 @@ export async function trackingRoutes(fastify: FastifyInstance): Promise<void> {
             content: { 'application/json': { schema: TrackingView, example: TRACKING_EXAMPLE }, ...html },
           },
           ...notFound,
-          ...errorResponses(['VALIDATION_FAILED', 'RATE_LIMITED'], {
+          ...errorResponses(['VALIDATION_FAILED'], {
             VALIDATION_FAILED: {
               detail: 'Path parameter failed validation: /trackingCode must match pattern "^[A-Za-z0-9_-]{1,64}$"',
               extra: { errors: [{ path: '/trackingCode', message: 'must match pattern "^[A-Za-z0-9_-]{1,64}$"' }] },
             },
-            RATE_LIMITED: { detail: 'Too many requests from this address; retry in 42 s', extra: {} },
           }),
         },
       },
     },
     async (request, reply) => {
+      // Rate limited per address by the scope it is registered in (src/app.ts): codes must not be guessable by brute force, nor the page a cheap load.
       const tracking = app.services.tracking;
-      const wait = tracking.limiter.hit(request.ip);
-      if (wait > 0) {
-        throw new AppError('RATE_LIMITED', `Too many requests from this address; retry in ${wait} s`, { headers: { 'retry-after': String(wait) } });
-      }
       reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').header('x-content-type-options', 'nosniff').header('vary', 'accept');
       const asJson = wantsJson(request);
       let view: TrackingView;

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB, TransferState } from '../../db/types.ts';
-import { type Clock, iso } from '../../lib/clock.ts';
+import { iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { EVENT_CATALOGUE, isEventType } from '../events/catalogue.ts';
 import { TERMINAL_STATES } from '../transfers/lifecycle.ts';
@@ -27,15 +27,12 @@ const MOVING: TransferState[] = ['courierAssigned', 'pickedUp', 'returning'];
 export class TrackingService {
   readonly #db: Kysely<DB>;
   readonly refreshSeconds: number;
-  /** Requests per address (the page is public: codes must not be guessable by brute force, nor the page a cheap load). */
-  readonly limiter: AddressRateLimiter;
   /** Replaceable: the courier work plugs its position source in here. */
   courierPosition: CourierPositionSource;
 
-  constructor(db: Kysely<DB>, clock: Clock, opts: { refreshSeconds: number; rateLimitPerMinute: number; courierPosition?: CourierPositionSource }) {
+  constructor(db: Kysely<DB>, opts: { refreshSeconds: number; courierPosition?: CourierPositionSource }) {
     this.#db = db;
     this.refreshSeconds = opts.refreshSeconds;
-    this.limiter = new AddressRateLimiter(opts.rateLimitPerMinute, clock);
     this.courierPosition = opts.courierPosition ?? (async () => undefined);
   }
 
@@ -119,28 +116,4 @@ export function fitToBox(points: GeoPoint[]): Array<{ x: number; y: number }> {
   const offY = margin + (100 - 2 * margin - (maxY - minY) * scale) / 2;
   const round = (v: number) => Math.round(v * 10) / 10;
   return points.map((_, i) => ({ x: round(offX + (xs[i] - minX) * scale), y: round(offY + (ys[i] - minY) * scale) }));
-}
-
-/** A fixed-window request counter per client address (in memory, per instance, bounded). */
-export class AddressRateLimiter {
-  readonly #limit: number;
-  readonly #clock: Clock;
-  readonly #windows = new Map<string, { count: number; resetAt: number }>();
-  constructor(limitPerMinute: number, clock: Clock) {
-    this.#limit = limitPerMinute;
-    this.#clock = clock;
-  }
-  /** Counts the request; returns the seconds to wait when over the limit, else 0. */
-  hit(address: string): number {
-    const now = this.#clock.now();
-    let w = this.#windows.get(address);
-    if (!w || w.resetAt <= now) {
-      if (this.#windows.size >= 100_000) for (const [k, v] of this.#windows) if (v.resetAt <= now) this.#windows.delete(k);
-      if (this.#windows.size >= 100_000) this.#windows.clear();
-      w = { count: 0, resetAt: now + 60_000 };
-      this.#windows.set(address, w);
-    }
-    w.count++;
-    return w.count > this.#limit ? Math.max(1, Math.ceil((w.resetAt - now) / 1000)) : 0;
-  }
 }

@@ -1717,7 +1717,14 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Requests the current window (a minute) allows: per merchant, per courier or per address, as the operation says; on the token endpoint, failed attempts from the client's address */
+        "RateLimit-Limit": number;
+        /** @description How many of them are left in the current window */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until the current window ends and the count starts again */
+        "RateLimit-Reset": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1886,6 +1893,9 @@ export interface operations {
                     "cache-control"?: string;
                     /** @description no-cache */
                     pragma?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1912,6 +1922,9 @@ export interface operations {
             /** @description `INVALID_REQUEST`: Invalid token request; `UNSUPPORTED_GRANT_TYPE`: Unsupported grant type */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1929,6 +1942,9 @@ export interface operations {
                 headers: {
                     /** @description Basic realm="merchant-delivery" (RFC 6749 section 5.2) */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1944,6 +1960,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1959,6 +1978,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1976,6 +1998,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1991,6 +2016,9 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2008,6 +2036,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2103,6 +2134,9 @@ export interface operations {
             /** @description The tracking page, or its data as JSON */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2343,6 +2377,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2358,6 +2395,9 @@ export interface operations {
             /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2411,6 +2451,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2426,6 +2469,9 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2443,6 +2489,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2481,6 +2530,9 @@ export interface operations {
                 headers: {
                     /** @description Present when there is a next page: <url>; rel="next" */
                     link?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2522,6 +2574,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2539,6 +2594,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2554,6 +2612,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2566,9 +2627,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2586,6 +2670,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2641,6 +2728,9 @@ export interface operations {
                 headers: {
                     /** @description Path of the new warehouse: /warehouses/{id} */
                     location?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2680,6 +2770,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2697,6 +2790,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2712,6 +2808,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2729,6 +2828,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2744,6 +2846,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2759,6 +2864,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2774,6 +2882,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WAREHOUSE_LIMIT_REACHED`: Warehouse limit reached */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2786,9 +2897,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2806,6 +2940,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2838,6 +2975,9 @@ export interface operations {
             /** @description The warehouse */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2877,6 +3017,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2894,6 +3037,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2909,6 +3055,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2924,6 +3073,9 @@ export interface operations {
             /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2936,9 +3088,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2956,6 +3131,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3009,6 +3187,9 @@ export interface operations {
             /** @description The updated warehouse */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3048,6 +3229,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3065,6 +3249,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3080,6 +3267,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3095,6 +3285,9 @@ export interface operations {
             /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3110,6 +3303,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3125,6 +3321,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3137,9 +3336,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3157,6 +3379,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3208,6 +3433,9 @@ export interface operations {
             /** @description The pending quote with every product and its price */
             201: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3281,6 +3509,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3298,6 +3529,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3313,6 +3547,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3328,6 +3565,9 @@ export interface operations {
             /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3345,6 +3585,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3360,6 +3603,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3375,6 +3621,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3390,6 +3639,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WAREHOUSE_DISABLED`: Warehouse disabled; `OUT_OF_SERVICE_AREA`: Destination out of service area */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3402,9 +3654,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3422,6 +3697,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3466,6 +3744,9 @@ export interface operations {
                 headers: {
                     /** @description Present when there is a next page: <url>; rel="next" */
                     link?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3546,6 +3827,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3563,6 +3847,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3578,6 +3865,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3590,9 +3880,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3610,6 +3923,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3660,6 +3976,9 @@ export interface operations {
                 headers: {
                     /** @description Path of the new transfer: /transfer/{transferId} */
                     location?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3738,6 +4057,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3755,6 +4077,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3770,6 +4095,9 @@ export interface operations {
             /** @description `INSUFFICIENT_BALANCE`: Insufficient balance */
             402: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3785,6 +4113,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3800,6 +4131,9 @@ export interface operations {
             /** @description `QUOTE_NOT_FOUND`: Quote not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3817,6 +4151,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3832,6 +4169,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3847,6 +4187,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3862,6 +4205,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `QUOTE_EXPIRED`: Quote expired; `PRODUCT_NOT_AVAILABLE`: Product not available; `WAREHOUSE_DISABLED`: Warehouse disabled */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3874,9 +4220,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3894,6 +4263,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3926,6 +4298,9 @@ export interface operations {
             /** @description The timeline, oldest first */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3992,6 +4367,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4009,6 +4387,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4024,6 +4405,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4039,6 +4423,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4051,9 +4438,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4071,6 +4481,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4119,6 +4532,9 @@ export interface operations {
             /** @description The cancelled transfer */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4203,6 +4619,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4220,6 +4639,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4235,6 +4657,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4250,6 +4675,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4267,6 +4695,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4282,6 +4713,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4297,6 +4731,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4312,6 +4749,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4324,9 +4764,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4344,6 +4807,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4391,6 +4857,9 @@ export interface operations {
             /** @description The transfer after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4472,6 +4941,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4489,6 +4961,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4504,6 +4979,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4519,6 +4997,9 @@ export interface operations {
             /** @description `ROUTE_NOT_FOUND`: No such endpoint; `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4536,6 +5017,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4551,6 +5035,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4566,6 +5053,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4581,6 +5071,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4593,9 +5086,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4613,6 +5129,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4645,6 +5164,9 @@ export interface operations {
             /** @description The transfer */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4723,6 +5245,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4740,6 +5265,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4755,6 +5283,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4770,6 +5301,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4782,9 +5316,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4802,6 +5359,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4838,6 +5398,9 @@ export interface operations {
                 headers: {
                     /** @description Present when there are older entries: <url>; rel="next" */
                     link?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4883,6 +5446,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4900,6 +5466,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4915,6 +5484,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4927,9 +5499,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4947,6 +5542,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4973,6 +5571,9 @@ export interface operations {
             /** @description The endpoints */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5028,6 +5629,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5043,6 +5647,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5055,9 +5662,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5075,6 +5705,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5127,6 +5760,9 @@ export interface operations {
                 headers: {
                     /** @description Path of the new endpoint: /webhook-endpoints/{id} */
                     location?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5181,6 +5817,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5198,6 +5837,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5213,6 +5855,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5230,6 +5875,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5245,6 +5893,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5260,6 +5911,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5275,6 +5929,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WEBHOOK_URL_REFUSED`: Webhook URL refused; `WEBHOOK_ENDPOINT_LIMIT_REACHED`: Webhook endpoint limit reached */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5287,9 +5944,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5307,6 +5987,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5339,6 +6022,9 @@ export interface operations {
             /** @description The endpoint */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5390,6 +6076,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5407,6 +6096,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5422,6 +6114,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5437,6 +6132,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5449,9 +6147,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5469,6 +6190,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5521,6 +6245,9 @@ export interface operations {
             /** @description The endpoint as it is now */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5572,6 +6299,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5589,6 +6319,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5604,6 +6337,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5619,6 +6355,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5634,6 +6373,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5649,6 +6391,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5664,6 +6409,9 @@ export interface operations {
             /** @description `WEBHOOK_URL_REFUSED`: Webhook URL refused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5676,9 +6424,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5696,6 +6467,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5728,6 +6502,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5735,6 +6512,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5752,6 +6532,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5767,6 +6550,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5782,6 +6568,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5797,6 +6586,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5812,6 +6604,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5824,9 +6619,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5844,6 +6662,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5882,6 +6703,9 @@ export interface operations {
             /** @description The endpoint with its new secret */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5936,6 +6760,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5953,6 +6780,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5968,6 +6798,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5983,6 +6816,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6000,6 +6836,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6015,6 +6854,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6030,6 +6872,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6045,6 +6890,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6057,9 +6905,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6077,6 +6948,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6115,6 +6989,9 @@ export interface operations {
             /** @description Queued */
             202: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6135,6 +7012,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6152,6 +7032,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6167,6 +7050,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6182,6 +7068,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6199,6 +7088,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6214,6 +7106,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6229,6 +7124,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6244,6 +7142,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6256,9 +7157,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6276,6 +7200,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6318,6 +7245,9 @@ export interface operations {
                 headers: {
                     /** @description Present when there is a next page: <url>; rel="next" */
                     link?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6378,6 +7308,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6395,6 +7328,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6410,6 +7346,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6425,6 +7364,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6437,9 +7379,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6457,6 +7422,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6510,6 +7478,9 @@ export interface operations {
             /** @description Queued */
             202: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6529,6 +7500,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6546,6 +7520,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6561,6 +7538,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6576,6 +7556,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6593,6 +7576,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6608,6 +7594,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6623,6 +7612,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6638,6 +7630,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6650,9 +7645,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6670,6 +7688,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6723,6 +7744,9 @@ export interface operations {
             /** @description Queued */
             202: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6742,6 +7766,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6759,6 +7786,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6774,6 +7804,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6789,6 +7822,9 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `EVENT_NOT_FOUND`: Event not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6806,6 +7842,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6821,6 +7860,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6836,6 +7878,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6851,6 +7896,9 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6863,9 +7911,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6883,6 +7954,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6909,6 +7983,9 @@ export interface operations {
             /** @description Your status */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6953,6 +8030,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6968,6 +8048,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6980,9 +8063,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7000,6 +8106,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7042,6 +8151,9 @@ export interface operations {
             /** @description Your status */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7084,6 +8196,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7101,6 +8216,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7116,6 +8234,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7131,6 +8252,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7146,6 +8270,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7158,9 +8285,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7178,6 +8328,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7217,6 +8370,9 @@ export interface operations {
             /** @description Accepted: kept, or dropped when the last kept position is less than a second old */
             204: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7224,6 +8380,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7241,6 +8400,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7256,6 +8418,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7271,6 +8436,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7286,6 +8454,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7303,6 +8474,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7318,6 +8492,9 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7335,6 +8512,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7367,6 +8547,9 @@ export interface operations {
             /** @description Open jobs, nearest first */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7448,6 +8631,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7465,6 +8651,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7480,6 +8669,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7495,6 +8687,9 @@ export interface operations {
             /** @description `COURIER_OFFLINE`: Courier offline */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7507,9 +8702,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7527,6 +8745,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7553,6 +8774,9 @@ export interface operations {
             /** @description Your jobs */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7660,6 +8884,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7675,6 +8902,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7687,9 +8917,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7707,6 +8960,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7739,6 +8995,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7842,6 +9101,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7859,6 +9121,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7874,6 +9139,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7889,6 +9157,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7904,6 +9175,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed; `JOB_TAKEN`: Job taken; `TOO_MANY_JOBS`: Too many jobs; `COURIER_OFFLINE`: Courier offline */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7919,6 +9193,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7934,6 +9211,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7949,6 +9229,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7961,9 +9244,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7981,6 +9287,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8013,6 +9322,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8116,6 +9428,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8133,6 +9448,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8148,6 +9466,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8163,6 +9484,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8178,6 +9502,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8193,6 +9520,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8208,6 +9538,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8223,6 +9556,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8235,9 +9571,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8255,6 +9614,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8299,6 +9661,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8402,6 +9767,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8419,6 +9787,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8434,6 +9805,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8449,6 +9823,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8464,6 +9841,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8479,6 +9859,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8494,6 +9877,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8509,6 +9895,9 @@ export interface operations {
             /** @description `WRONG_CODE`: Wrong code */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8524,6 +9913,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8536,9 +9928,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8556,6 +9971,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8600,6 +10018,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8703,6 +10124,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8720,6 +10144,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8735,6 +10162,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8750,6 +10180,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8765,6 +10198,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8780,6 +10216,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8795,6 +10234,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8810,6 +10252,9 @@ export interface operations {
             /** @description `WRONG_CODE`: Wrong code */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8825,6 +10270,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8837,9 +10285,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8857,6 +10328,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8906,6 +10380,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9009,6 +10486,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9026,6 +10506,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9041,6 +10524,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9056,6 +10542,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9071,6 +10560,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9086,6 +10578,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9101,6 +10596,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9116,6 +10614,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9128,9 +10629,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9148,6 +10672,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9192,6 +10719,9 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9295,6 +10825,9 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9312,6 +10845,9 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9327,6 +10863,9 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9342,6 +10881,9 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9357,6 +10899,9 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9372,6 +10917,9 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9387,6 +10935,9 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9402,6 +10953,9 @@ export interface operations {
             /** @description `WRONG_CODE`: Wrong code */
             422: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9417,6 +10971,9 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9429,9 +10986,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9449,6 +11029,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
