@@ -36,7 +36,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const onRetry = (message: unknown) => app?.log.debug(message as object, 'transaction retried');
   retryChannel.subscribe(onRetry);
   const metrics = new Metrics(database);
-  app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config), metrics, logStream: logDestination(config.nodeEnv) });
+  app = await buildApp({ config, database, signingKeys: resolveSigningKeys(config), metrics, logStream: await logDestination(config.nodeEnv) });
   // While stopping, answers close their connection: otherwise a connection busy when stop() began stays open
   // as an idle keep-alive one, and the shutdown waits out the 65 s keep-alive timeout.
   let closing = false;
@@ -73,7 +73,7 @@ export async function startWorker(config: Config): Promise<{ stop(): Promise<voi
   const database = openDatabase({ url: config.databaseUrl, poolSize: 2, schema: config.databaseSchema, isolation: config.databaseIsolation });
   if (database.dialect === 'sqlite') await migrateToLatest(database);
   const releaseDatabase = database.dialect === 'sqlite' ? claimDatabase(database.describe) : () => {};
-  const dest = logDestination(config.nodeEnv);
+  const dest = await logDestination(config.nodeEnv);
   const log = dest ? pino({ level: config.logLevel }, dest) : pino({ level: config.logLevel });
   // The worker signs no tokens: no key file is needed (or created) to run it.
   const services = createServices({ config, database, clock: systemClock, signingKeys: [{ kid: 'worker-unused', secret: Buffer.alloc(32) }] });
