@@ -63,7 +63,7 @@ export interface RuntimeOptions {
 export async function openRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
   // Read through `runtime` so a logger swapped in later (serve's app.log) is the one used.
   let runtime: Runtime | undefined;
-  const dest = logDestination(config.nodeEnv);
+  const dest = await logDestination(config.nodeEnv);
   const log: Log = opts.log ?? (dest ? pino({ level: config.logLevel }, dest) : pino({ level: config.logLevel }));
   const database = openDatabase({
     url: config.databaseUrl,

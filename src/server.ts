@@ -22,7 +22,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       database: runtime.database,
       services: runtime.services,
       metrics: runtime.metrics,
-      logStream: logDestination(config.nodeEnv),
+      logStream: await logDestination(config.nodeEnv),
     });
   } catch (e) {
     await runtime.close();

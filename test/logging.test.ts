@@ -88,7 +88,7 @@ describeEachStore(
   { LOG_LEVEL: 'trace' },
 );
 
-test('logs are pretty on a developer terminal (stdout a TTY, NODE_ENV development or unset) and JSON lines everywhere else', () => {
+test('logs are pretty on a developer terminal (stdout a TTY, NODE_ENV development or unset) and JSON lines everywhere else', async () => {
   assert.equal(prettyLogs(true, undefined), true);
   assert.equal(prettyLogs(true, ''), true);
   assert.equal(prettyLogs(true, 'development'), true);
@@ -97,8 +97,8 @@ test('logs are pretty on a developer terminal (stdout a TTY, NODE_ENV developmen
     assert.equal(prettyLogs(false, env), false, `not a TTY, ${env}`);
     assert.equal(prettyLogs(undefined, env), false, `stdout closed or redirected, ${env}`);
   }
-  assert.equal(logDestination('development', false), undefined, 'JSON lines on plain stdout');
-  assert.equal(logDestination('production', true), undefined);
+  assert.equal(await logDestination('development', false), undefined, 'JSON lines on plain stdout');
+  assert.equal(await logDestination('production', true), undefined);
 });
 
 test('the pretty stream prints readable lines, with the same redaction as the JSON lines', async () => {
@@ -107,7 +107,7 @@ test('the pretty stream prints readable lines, with the same redaction as the JS
   out.on('data', (d) => {
     text += d.toString();
   });
-  const dest = logDestination('development', true, out);
+  const dest = await logDestination('development', true, out);
   assert.ok(dest, 'a pretty stream on a development TTY');
   const log = pino({ redact: { paths: ['req.headers.authorization'], censor: '[REDACTED]' } }, dest);
   log.info({ req: { headers: { authorization: 'Bearer secret-token-value' } } }, 'ready: http://127.0.0.1:3000');

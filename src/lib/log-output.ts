@@ -1,5 +1,4 @@
 import type { DestinationStream } from 'pino';
-import pretty from 'pino-pretty';
 
 /**
  * Where the service's logs go. On a terminal in development (stdout a TTY and NODE_ENV development or
@@ -11,12 +10,16 @@ export function prettyLogs(stdoutIsTTY: boolean | undefined, nodeEnv: string | u
   return stdoutIsTTY === true && (nodeEnv === undefined || nodeEnv === '' || nodeEnv === 'development');
 }
 
-/** The destination stream for pino: a pino-pretty stream on a developer's terminal, otherwise undefined (stdout, JSON lines). */
-export function logDestination(
+/**
+ * The destination stream for pino: a pino-pretty stream on a developer's terminal, otherwise undefined
+ * (stdout, JSON lines). pino-pretty is loaded only then, so servers never pay for it.
+ */
+export async function logDestination(
   nodeEnv: string | undefined,
   stdoutIsTTY = process.stdout.isTTY,
   out: NodeJS.WritableStream = process.stdout,
-): DestinationStream | undefined {
+): Promise<DestinationStream | undefined> {
   if (!prettyLogs(stdoutIsTTY, nodeEnv)) return undefined;
+  const { default: pretty } = await import('pino-pretty');
   return pretty({ colorize: stdoutIsTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true, destination: out });
 }
