@@ -37,6 +37,8 @@ type Values = {
   limit?: string;
   phone?: string;
   since?: string;
+  email?: string;
+  role?: string;
 };
 
 /**
@@ -196,12 +198,43 @@ function buildProgram(dispatch: (command: string, positionals: string[], values:
     .requiredOption('--since <time>', 'ISO 8601 time, e.g. 2026-11-21T10:00:00Z')
     .action((id, o) => dispatch('webhooks replay', ['webhooks', 'replay', id], o)());
 
+  // Dashboard users (src/modules/accounts). A self-contained block: the CLI is being split into src/cli/commands/.
+  const users = group('users', "people who log in to a merchant's dashboard");
+  leaf(users, 'invite', 'a one-time link (72 h) where the person sets a password; e-mailed too when SMTP_URL is set')
+    .requiredOption('--merchant <id>', 'merchant id')
+    .requiredOption('--email <email>', "the person's e-mail (their login)")
+    .addOption(
+      new Option('--role <role>', 'admin: everything; employee: deliveries and warehouses, read-only balance')
+        .choices(['admin', 'employee'])
+        .makeOptionMandatory(),
+    )
+    .option('--name <name>', 'display name (default: the part of the e-mail before @)')
+    .action((o) => dispatch('users invite', [], o)());
+  leaf(users, 'reset', 'a one-time password-reset link (72 h) for an existing user')
+    .requiredOption('--merchant <id>', 'merchant id')
+    .requiredOption('--email <email>', "the person's e-mail")
+    .action((o) => dispatch('users reset', [], o)());
+  leaf(users, 'list', "a merchant's users")
+    .requiredOption('--merchant <id>', 'merchant id')
+    .action((o) => dispatch('users list', [], o)());
+  leaf(users, 'remove', 'remove a user: their sessions end at once (a merchant keeps at least one admin)')
+    .requiredOption('--merchant <id>', 'merchant id')
+    .requiredOption('--email <email>', "the person's e-mail")
+    .action((o) => dispatch('users remove', [], o)());
+
   const keys = group('keys', 'token signing keys');
   leaf(keys, 'generate', 'print a new TOKEN_SIGNING_KEYS entry').action((o) => dispatch('keys generate', [], o)());
   return program;
 }
 
-function need(values: Values, name: 'name' | 'merchant' | 'amount' | 'reason' | 'to' | 'phone'): string {
+/** Where one-time links point: PUBLIC_BASE_URL, or this server's own address. */
+function linkBase(config: ReturnType<typeof loadConfig>): string {
+  if (config.publicBaseUrl) return config.publicBaseUrl;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
+}
+
+function need(values: Values, name: 'name' | 'merchant' | 'amount' | 'reason' | 'to' | 'phone' | 'email'): string {
   const v = values[name];
   if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required`);
   return v.trim();
@@ -513,6 +546,59 @@ async function run(command: string, positionals: string[], values: Values, out: 
       return withServices(config, async (s) => {
         const r = await s.webhooks.replay(undefined, id, { since: new Date(since).toISOString() });
         out.print(`Queued ${r.queued} deliveries to ${id}`, r);
+        return 0;
+      });
+    }
+    case 'users invite': {
+      const merchantId = need(values, 'merchant');
+      const email = need(values, 'email');
+      const role = values.role === 'admin' || values.role === 'employee' ? values.role : undefined;
+      if (!role) throw new UsageError('--role must be admin or employee');
+      return withServices(config, async (s) => {
+        await s.merchants.get(merchantId);
+        const r = await s.accounts.inviteMerchantUser({ merchantId, email, role, name: values.name }, linkBase(config));
+        out.print(`Invited ${r.user.email} as ${r.user.role}${r.mailed ? ' (e-mailed)' : ''}. The link works once, for 72 hours:\n${r.url}`, {
+          url: r.url,
+          user: r.user,
+          mailed: r.mailed,
+        });
+        return 0;
+      });
+    }
+    case 'users reset': {
+      const merchantId = need(values, 'merchant');
+      const email = need(values, 'email');
+      return withServices(config, async (s) => {
+        const user = await s.accounts.merchantUserByEmail(merchantId, email);
+        const r = await s.accounts.resetLink(merchantId, user.id, linkBase(config));
+        out.print(`Password-reset link for ${user.email}${r.mailed ? ' (e-mailed)' : ''}; it works once, for 72 hours:\n${r.url}`, {
+          url: r.url,
+          mailed: r.mailed,
+        });
+        return 0;
+      });
+    }
+    case 'users list': {
+      const merchantId = need(values, 'merchant');
+      return withServices(config, async (s) => {
+        await s.merchants.get(merchantId);
+        const list = await s.accounts.listMerchantUsers(merchantId);
+        out.print(
+          list
+            .map((u) => `${u.id}  ${u.role.padEnd(8)} ${u.active ? 'active ' : 'invited'}  ${u.twoFactor ? '2FA' : '   '}  ${u.email}  ${u.name}`)
+            .join('\n') || 'No users',
+          { users: list },
+        );
+        return 0;
+      });
+    }
+    case 'users remove': {
+      const merchantId = need(values, 'merchant');
+      const email = need(values, 'email');
+      return withServices(config, async (s) => {
+        const user = await s.accounts.merchantUserByEmail(merchantId, email);
+        await s.accounts.removeMerchantUser(merchantId, user.id);
+        out.print(`Removed ${user.email}; their sessions have ended`, { removed: user.id });
         return 0;
       });
     }

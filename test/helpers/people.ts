@@ -58,9 +58,12 @@ export class WebClient {
   lastCsrf: string | undefined;
   readonly app: FastifyInstance;
   readonly headers: Record<string, string>;
-  constructor(app: FastifyInstance, headers: Record<string, string> = {}) {
+  /** The client address the server sees (login throttling counts per address). */
+  remoteAddress: string;
+  constructor(app: FastifyInstance, headers: Record<string, string> = {}, remoteAddress = '127.0.0.1') {
     this.app = app;
     this.headers = headers;
+    this.remoteAddress = remoteAddress;
   }
 
   cookieHeader(): string {
@@ -76,7 +79,7 @@ export class WebClient {
   }
 
   async get(url: string): Promise<LightMyRequestResponse> {
-    const res = await this.app.inject({ method: 'GET', url, headers: { ...this.headers, cookie: this.cookieHeader() } });
+    const res = await this.app.inject({ method: 'GET', url, remoteAddress: this.remoteAddress, headers: { ...this.headers, cookie: this.cookieHeader() } });
     this.#keep(res);
     return res;
   }
@@ -89,6 +92,7 @@ export class WebClient {
     const res = await this.app.inject({
       method: 'POST',
       url,
+      remoteAddress: this.remoteAddress,
       headers: { ...this.headers, cookie: this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
       payload: body.toString(),
     });

@@ -186,6 +186,13 @@ export class AccountsService {
     return true;
   }
 
+  /** A merchant's user by e-mail (the CLI's handle); PERSON_NOT_FOUND otherwise, also for another merchant's user. */
+  async merchantUserByEmail(merchantId: string, email: string): Promise<MerchantUser> {
+    const person = await accountsRepository.personByEmail(this.#db, 'merchant', normaliseEmail(email));
+    if (!person || person.merchant_id !== merchantId) throw new AppError('PERSON_NOT_FOUND', `No user ${normaliseEmail(email)} at merchant ${merchantId}`);
+    return toMerchantUser(person);
+  }
+
   async listMerchantUsers(merchantId: string): Promise<MerchantUser[]> {
     return (await accountsRepository.merchantUsers(this.#db, merchantId)).map(toMerchantUser);
   }
