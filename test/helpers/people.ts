@@ -67,7 +67,7 @@ export class WebClient {
   }
 
   cookieHeader(): string {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    return [...this.cookies].map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('; ');
   }
 
   #keep(res: LightMyRequestResponse): void {

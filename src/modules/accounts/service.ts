@@ -440,6 +440,13 @@ export class AccountsService {
     }).toString();
   }
 
+  /** The key of an enrolment that was started and not confirmed yet, if any. */
+  async pendingTotp(personId: string): Promise<{ secret: string; uri: string } | undefined> {
+    const person = await accountsRepository.personById(this.#db, personId);
+    if (!person?.totp_secret || person.totp_enabled_at !== null) return undefined;
+    return { secret: person.totp_secret, uri: this.#totpUri(person, person.totp_secret) };
+  }
+
   /** Confirms enrolment with a current code; answers the recovery codes (shown once, stored hashed). */
   async confirmTotp(personId: string, code: string): Promise<string[]> {
     const person = await accountsRepository.personById(this.#db, personId);

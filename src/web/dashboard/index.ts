@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { AppError } from '../../lib/errors.ts';
 import { accountPages } from './account/routes.ts';
 import { loginPages } from './login/routes.ts';
+import { usersPages } from './users/routes.ts';
+import { warehousesPages } from './warehouses/routes.ts';
 
 /**
  * The merchant dashboard (/dashboard/): one plugin per feature folder, registered here. Pages use
@@ -14,5 +16,7 @@ export async function dashboardPages(app: FastifyInstance): Promise<void> {
   });
   app.get('/', async (_request, reply) => reply.redirect('/dashboard/deliveries', 303));
   await app.register(loginPages);
+  await app.register(warehousesPages, { prefix: '/warehouses' });
+  await app.register(usersPages, { prefix: '/users' });
   await app.register(accountPages, { prefix: '/account' });
 }
