@@ -28,6 +28,8 @@ import { webhookRoutes } from './modules/webhooks/routes.ts';
 import type { Metrics } from './observability/metrics.ts';
 import { registerMetrics } from './observability/routes.ts';
 import { createServices, type Services } from './services.ts';
+import { dashboardPages } from './web/dashboard/index.ts';
+import { webPlugin } from './web/plugin.ts';
 
 export interface AppDeps {
   config: Config;
@@ -139,6 +141,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (config.rateLimitsEnabled) documentRateLimit(courierApi);
     courierApi.addHook('onRequest', limits.couriers);
     await courierApi.register(courierRoutes);
+  });
+  // Web pages for people (src/web): their own scope (sessions, CSRF, forms, HTML errors), apart from the JSON API.
+  await app.register(async (web) => {
+    await web.register(webPlugin, { config });
+    await web.register(dashboardPages, { prefix: '/dashboard' });
   });
   return app;
 }

@@ -3,6 +3,8 @@ import type { Config, SigningKey } from './config.ts';
 import type { Database } from './db/database.ts';
 import type { DB } from './db/types.ts';
 import type { Clock } from './lib/clock.ts';
+import { smtpMailer } from './modules/accounts/mail.ts';
+import { AccountsService } from './modules/accounts/service.ts';
 import { AuthService, type ClientCredential } from './modules/auth/auth-service.ts';
 import { credentialsRepository } from './modules/auth/credentials-repository.ts';
 import { CredentialsService } from './modules/auth/credentials-service.ts';
@@ -32,6 +34,7 @@ export interface Services {
   webhooks: WebhooksService;
   webhookDelivery: WebhookDelivery;
   tracking: TrackingService;
+  accounts: AccountsService;
 }
 
 export interface ServiceDeps {
@@ -105,6 +108,16 @@ export function createServices({ config, database, clock, signingKeys }: Service
       refreshSeconds: config.trackingRefreshSeconds,
       // The courier's latest position while it carries the parcel (the sandbox courier has none).
       courierPosition: async ({ courierId }) => (courierId ? couriersRepository.position(db, courierId) : undefined),
+    }),
+    accounts: new AccountsService(db, clock, {
+      idleMs: config.sessionIdleMinutes * 60_000,
+      absoluteMs: config.sessionAbsoluteHours * 3_600_000,
+      linkTtlMs: 72 * 3_600_000,
+      failuresPerAccount: config.loginFailuresPerAccount,
+      failuresPerAddress: config.loginFailuresPerAddress,
+      failureWindowMs: config.loginFailureWindowSeconds * 1000,
+      issuer: 'Merchant delivery',
+      mailer: config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : undefined,
     }),
   };
 }

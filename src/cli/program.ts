@@ -10,6 +10,7 @@ import { merchantsCommands } from './commands/merchants.ts';
 import { serverCommands } from './commands/server.ts';
 import { tariffsCommands } from './commands/tariffs.ts';
 import { transfersCommands } from './commands/transfers.ts';
+import { usersCommands } from './commands/users.ts';
 import { webhooksCommands } from './commands/webhooks.ts';
 import { FOOTER, type Output, output, UsageError } from './context.ts';
 
@@ -35,6 +36,7 @@ export function buildProgram(out: Output): Command {
   transfersCommands(program, out);
   tariffsCommands(program, out);
   webhooksCommands(program, out);
+  usersCommands(program, out);
   keysCommands(program, out);
   return program;
 }

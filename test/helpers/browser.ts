@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
+import { AxeBuilder } from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 
 /**
@@ -58,4 +58,15 @@ export async function seriousAxeViolations(page: Page): Promise<string[]> {
 /** Fails with the list when axe finds a serious or critical violation on the page. */
 export async function assertAccessible(page: Page, what: string): Promise<void> {
   assert.deepEqual(await seriousAxeViolations(page), [], `axe-core: serious or critical violations on ${what}`);
+}
+
+/**
+ * axe-core's serious and critical violations on the page (WCAG 2.x A/AA and best practices), as
+ * readable lines: a page test asserts the list is empty. The page must come from browser.newContext().
+ */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']).analyze();
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
