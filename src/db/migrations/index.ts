@@ -4,6 +4,7 @@ import { initial } from './001_initial.ts';
 import { lifecycle } from './002_lifecycle.ts';
 import { couriers } from './003_couriers.ts';
 import { webhooks } from './004_webhooks.ts';
+import { dashboard } from './007_dashboard.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 export function allMigrations(dialect: Dialect): Record<string, Migration> {
@@ -12,5 +13,6 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-23-002-lifecycle': lifecycle(dialect),
     '2026-11-23-003-couriers': couriers(dialect),
     '2026-11-23-004-webhooks': webhooks(dialect),
+    '2026-11-23-007-dashboard': dashboard(dialect),
   };
 }
