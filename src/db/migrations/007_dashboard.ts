@@ -19,6 +19,8 @@ export function dashboard(dialect: Dialect) {
       await db.schema.createIndex('transfers_merchant_phone_idx').on('transfers').columns(['merchant_id', 'recipient_phone']).execute();
       await db.schema.createIndex('transfers_merchant_state_created_idx').on('transfers').columns(['merchant_id', 'state', 'created_at']).execute();
       // The balance page and the ledger export read a merchant's entries by time (the old index is by id).
+      // A delivery's page shows its charge and refunds.
+      await db.schema.createIndex('ledger_transfer_idx').on('ledger_entries').column('transfer_id').execute();
       await db.schema.createIndex('ledger_merchant_created_idx').on('ledger_entries').columns(['merchant_id', 'created_at']).execute();
     },
   };

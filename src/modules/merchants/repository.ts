@@ -73,6 +73,18 @@ export const merchantsRepository = {
     return Number(row.total);
   },
 
+  /** A transfer's entries (its charge, its refunds), oldest first. */
+  async ledgerForTransfer(db: Db, merchantId: string, transferId: string): Promise<LedgerRow[]> {
+    return db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('transfer_id', '=', transferId)
+      .where('merchant_id', '=', merchantId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+  },
+
   async ledger(db: Db, merchantId: string): Promise<LedgerRow[]> {
     return db.selectFrom('ledger_entries').selectAll().where('merchant_id', '=', merchantId).orderBy('id').execute();
   },

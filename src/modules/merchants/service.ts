@@ -148,6 +148,11 @@ export class MerchantsService {
     }
   }
 
+  /** The ledger entries of one of the merchant's transfers (its charge and refunds), oldest first. */
+  async transferEntries(merchantId: string, transferId: string): Promise<LedgerEntryView[]> {
+    return (await merchantsRepository.ledgerForTransfer(this.#db, merchantId, transferId)).map(toEntryView);
+  }
+
   /** The balance as it stood at `from` and at `to` (the sums of the entries before each), and the change between. */
   async balanceChange(merchantId: string, input: ExportRange): Promise<BalanceChange> {
     const range = exportRange(input);
