@@ -426,6 +426,17 @@ export class TransfersService {
     }
   }
 
+  /**
+   * What cancelling would do now, by the same lifecycle rules cancel() applies: whether the merchant
+   * may, the refund and the fee kept back (the dashboard shows it before the merchant confirms).
+   */
+  async cancellationPreview(merchantId: string, id: string): Promise<{ cancellable: boolean; refund: string; feeKept: string; currency: string }> {
+    const row = await this.#require(this.#db, merchantId, id);
+    const rule = findTransition(row.state, 'cancelled', 'merchant');
+    const refund = rule ? refundAmount(rule, 'merchant', row.total_amount, { cancellation: row.cancellation_fee, return: row.return_fee }) : 0;
+    return { cancellable: rule !== undefined, refund: formatMinor(refund), feeKept: formatMinor(rule ? row.total_amount - refund : 0), currency: row.currency };
+  }
+
   /** The merchant cancels: a full refund before a courier accepted, the price less the cancellation fee after; refused after pickup. */
   async cancel(merchantId: string, id: string, req: CancelRequest, record?: RecordOutcome<Transfer>): Promise<Transfer> {
     return this.#applied(
