@@ -25,6 +25,8 @@ import { transferRoutes } from './modules/transfers/routes.ts';
 import { warehouseRoutes } from './modules/warehouses/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
 import { createServices } from './services.ts';
+import { dashboardPages } from './web/dashboard/index.ts';
+import { webPlugin } from './web/plugin.ts';
 
 export interface AppDeps {
   config: Config;
@@ -106,6 +108,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (courierApi) => {
     protectCourier(courierApi);
     await courierApi.register(courierRoutes);
+  });
+  // Web pages for people (src/web): their own scope (sessions, CSRF, forms, HTML errors), apart from the JSON API.
+  await app.register(async (web) => {
+    await web.register(webPlugin, { config });
+    await web.register(dashboardPages, { prefix: '/dashboard' });
   });
   return app;
 }

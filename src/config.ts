@@ -66,6 +66,18 @@ export interface Config {
   trackingRateLimitPerMinute: number;
   /** How often an open tracking page refreshes itself while the delivery is under way. */
   trackingRefreshSeconds: number;
+  /** Web sessions end after this long without a request, and this long after login whatever happens. */
+  sessionIdleMinutes: number;
+  sessionAbsoluteHours: number;
+  /** Session cookie `__Host-mds_session` with Secure (default in production); false: `mds_session` without Secure, for plain-HTTP development. */
+  sessionCookieSecure: boolean;
+  /** Failed logins per e-mail and per client address in a window, before further attempts wait. */
+  loginFailuresPerAccount: number;
+  loginFailuresPerAddress: number;
+  loginFailureWindowSeconds: number;
+  /** Invites and reset links are also e-mailed through this SMTP server (smtp[s]://user:pass@host:port); unset: links are only shown. */
+  smtpUrl: string | undefined;
+  mailFrom: string;
 }
 
 export interface SigningKey {
@@ -147,6 +159,11 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push('METRICS_TOKEN must be 16 to 200 printable characters without spaces (generate one with `openssl rand -hex 24`)');
   }
 
+  const smtpUrl = str('SMTP_URL', '') || undefined;
+  if (smtpUrl !== undefined && !/^smtps?:\/\/[^\s/]+/.test(smtpUrl)) {
+    problems.push(`SMTP_URL must look like smtp://user:password@host:587 or smtps://host:465, got "${redactUrl(smtpUrl)}"`);
+  }
+
   const publicBaseUrl = parsePublicBaseUrl(str('PUBLIC_BASE_URL', ''), problems);
 
   const trustProxyRaw = str('TRUST_PROXY', 'false');
@@ -198,6 +215,14 @@ export function loadConfig(env: Env = process.env): Config {
     webhookEndpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 100),
     trackingRateLimitPerMinute: int('TRACKING_RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     trackingRefreshSeconds: int('TRACKING_REFRESH_SECONDS', 10, 1, 3600),
+    sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 30, 1, 1440),
+    sessionAbsoluteHours: int('SESSION_ABSOLUTE_HOURS', 12, 1, 720),
+    sessionCookieSecure: bool('SESSION_COOKIE_SECURE', nodeEnv === 'production'),
+    loginFailuresPerAccount: int('LOGIN_FAILURES_PER_ACCOUNT', 5, 1, 1000),
+    loginFailuresPerAddress: int('LOGIN_FAILURES_PER_ADDRESS', 30, 1, 100_000),
+    loginFailureWindowSeconds: int('LOGIN_FAILURE_WINDOW_SECONDS', 900, 1, 86_400),
+    smtpUrl,
+    mailFrom: str('MAIL_FROM', 'Merchant delivery service <no-reply@localhost>'),
   };
   if (config.webhookAllowPrivate && nodeEnv === 'production') {
     problems.push('WEBHOOK_ALLOW_PRIVATE=true is for development and tests: it lets merchants make the service call internal addresses');

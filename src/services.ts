@@ -1,6 +1,8 @@
 import type { Config, SigningKey } from './config.ts';
 import type { Database } from './db/database.ts';
 import type { Clock } from './lib/clock.ts';
+import { smtpMailer } from './modules/accounts/mail.ts';
+import { AccountsService } from './modules/accounts/service.ts';
 import { AuthService } from './modules/auth/auth-service.ts';
 import { CredentialsService } from './modules/auth/credentials-service.ts';
 import { FailureLimiter } from './modules/auth/rate-limit.ts';
@@ -30,6 +32,7 @@ export interface Services {
   webhooks: WebhooksService;
   webhookDelivery: WebhookDelivery;
   tracking: TrackingService;
+  accounts: AccountsService;
 }
 
 export interface ServiceDeps {
@@ -96,6 +99,16 @@ export function createServices({ config, database, clock, signingKeys }: Service
       rateLimitPerMinute: config.trackingRateLimitPerMinute,
       // The courier's latest position while it carries the parcel (the sandbox courier has none).
       courierPosition: async ({ courierId }) => (courierId ? couriersRepository.position(db, courierId) : undefined),
+    }),
+    accounts: new AccountsService(db, clock, {
+      idleMs: config.sessionIdleMinutes * 60_000,
+      absoluteMs: config.sessionAbsoluteHours * 3_600_000,
+      linkTtlMs: 72 * 3_600_000,
+      failuresPerAccount: config.loginFailuresPerAccount,
+      failuresPerAddress: config.loginFailuresPerAddress,
+      failureWindowMs: config.loginFailureWindowSeconds * 1000,
+      issuer: 'Merchant delivery',
+      mailer: config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : undefined,
     }),
   };
 }

@@ -209,6 +209,54 @@ export interface WebhookAttemptsTable {
   created_at: number;
 }
 
+export type PersonKind = 'merchant' | 'operator' | 'courier';
+
+/** A person who logs in with a browser (modules/accounts). */
+export interface PeopleTable {
+  id: string;
+  kind: PersonKind;
+  merchant_id: string | null;
+  courier_id: string | null;
+  role: string | null;
+  email: string | null;
+  phone: string | null;
+  name: string;
+  password_hash: string | null;
+  totp_secret: string | null;
+  totp_enabled_at: number | null;
+  totp_last_step: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SessionsTable {
+  id_hash: string;
+  person_id: string;
+  stage: 'full' | 'second_factor';
+  csrf_secret: string;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+export interface OneTimeLinksTable {
+  token_hash: string;
+  person_id: string;
+  purpose: 'invite' | 'reset';
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
+export interface RecoveryCodesTable {
+  code_hash: string;
+  person_id: string;
+  created_at: number;
+  used_at: number | null;
+}
+
 export type MerchantMode = 'live' | 'sandbox';
 
 /** Transfer states, in the interface's camelCase (the lifecycle is in modules/transfers/lifecycle.ts). */
@@ -232,6 +280,10 @@ export interface DB {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  people: PeopleTable;
+  sessions: SessionsTable;
+  one_time_links: OneTimeLinksTable;
+  recovery_codes: RecoveryCodesTable;
 }
 
 /** Repositories take either the database or an open transaction. */

@@ -156,6 +156,16 @@ const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<strin
     detail: 'Too many failed token requests; retry in 60 s',
     extra: oauthError('invalid_request', 'Too many failed token requests'),
   },
+  // Web pages only (people and sessions); no API operation answers them.
+  LOGIN_FAILED: { detail: 'Wrong e-mail or password' },
+  FORBIDDEN: { detail: 'Your role does not allow this: ask an admin' },
+  PERSON_NOT_FOUND: { detail: `No user ${EXAMPLE_IDS.warehouse}` },
+  LINK_INVALID: { detail: 'This link is invalid, used or expired: ask an admin for a new one' },
+  EMAIL_TAKEN: { detail: 'ana@example.com already has an account' },
+  LAST_ADMIN: { detail: 'A merchant needs at least one admin: make someone else admin first' },
+  PASSWORD_REJECTED: { detail: 'The password must be at least 12 characters long' },
+  WRONG_PASSWORD: { detail: 'The current password is not right' },
+  SECOND_FACTOR_FAILED: { detail: 'That code is not right: use the current code of your authenticator app, or a recovery code' },
   INTERNAL_ERROR: { detail: 'An unexpected error occurred; report the requestId if it persists' },
   SERVICE_UNAVAILABLE: { detail: 'The service is temporarily unavailable; retry shortly' },
 };

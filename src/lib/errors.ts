@@ -50,6 +50,16 @@ export const ERRORS = {
   OUT_OF_SERVICE_AREA: { status: 422, title: 'Destination out of service area' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency key reused' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
+  // People and sessions (web pages; no API route answers them).
+  LOGIN_FAILED: { status: 401, title: 'Login failed' },
+  FORBIDDEN: { status: 403, title: 'Not allowed' },
+  PERSON_NOT_FOUND: { status: 404, title: 'Person not found' },
+  LINK_INVALID: { status: 410, title: 'Link invalid or expired' },
+  EMAIL_TAKEN: { status: 409, title: 'E-mail already in use' },
+  LAST_ADMIN: { status: 409, title: 'Last admin' },
+  PASSWORD_REJECTED: { status: 422, title: 'Password rejected' },
+  WRONG_PASSWORD: { status: 422, title: 'Wrong password' },
+  SECOND_FACTOR_FAILED: { status: 422, title: 'Wrong second-factor code' },
   INTERNAL_ERROR: { status: 500, title: 'Internal error' },
   SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
 } as const satisfies Record<string, { status: number; title: string }>;

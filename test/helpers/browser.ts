@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
+import { type Browser, chromium, type Page } from 'playwright-core';
 
 /**
  * Headless Chromium for the page tests: Debian's package (apt-get install chromium; CHROMIUM_PATH
@@ -33,4 +34,15 @@ const LAUNCH_ARGS = [
 export async function launchChromium(): Promise<Browser> {
   if (!HAVE_BROWSER) assert.fail(`REQUIRE_BROWSER=1 but there is no Chromium at ${CHROMIUM}: install it with apt-get install -y chromium`);
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, timeout: 60_000 });
+}
+
+/**
+ * axe-core's serious and critical violations on the page (WCAG 2.x A/AA and best practices), as
+ * readable lines: a page test asserts the list is empty. The page must come from browser.newContext().
+ */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']).analyze();
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }

@@ -19,8 +19,11 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 
 export const OPENAPI_FILE = fileURLToPath(new URL('../../openapi.json', import.meta.url));
 
-// Not for merchants, so not in the document: the index, the document itself, its page, operators' /metrics.
-const UNDOCUMENTED = (path: string) => path === '/' || path === '/openapi.json' || path === '/docs' || path.startsWith('/docs/') || path === '/metrics';
+// Not for merchants, so not in the document: the index, the document itself, its page, operators' /metrics,
+// and the web pages for people with their assets (HTML, not API operations).
+const WEB_PAGES = /^\/(dashboard|ops|courier-app|static)(\/|$)/;
+const UNDOCUMENTED = (path: string) =>
+  path === '/' || path === '/openapi.json' || path === '/docs' || path.startsWith('/docs/') || path === '/metrics' || WEB_PAGES.test(path);
 
 interface MediaType {
   schema?: object;

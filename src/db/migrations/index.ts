@@ -4,6 +4,7 @@ import { initial } from './001_initial.ts';
 import { lifecycle } from './002_lifecycle.ts';
 import { couriers } from './003_couriers.ts';
 import { webhooks } from './004_webhooks.ts';
+import { accounts } from './006_accounts.ts';
 import { dashboard } from './007_dashboard.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
@@ -13,6 +14,7 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-23-002-lifecycle': lifecycle(dialect),
     '2026-11-23-003-couriers': couriers(dialect),
     '2026-11-23-004-webhooks': webhooks(dialect),
+    '2026-11-23-006-accounts': accounts(dialect),
     '2026-11-23-007-dashboard': dashboard(dialect),
   };
 }
