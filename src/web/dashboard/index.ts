@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../../lib/errors.ts';
 import { accountPages } from './account/routes.ts';
+import { balancePages } from './balance/routes.ts';
+import { deliveriesPages } from './deliveries/routes.ts';
+import { developersPages } from './developers/routes.ts';
 import { loginPages } from './login/routes.ts';
 
 /**
@@ -15,4 +18,7 @@ export async function dashboardPages(app: FastifyInstance): Promise<void> {
   app.get('/', async (_request, reply) => reply.redirect('/dashboard/deliveries', 303));
   await app.register(loginPages);
   await app.register(accountPages, { prefix: '/account' });
+  await app.register(deliveriesPages, { prefix: '/deliveries' });
+  await app.register(balancePages, { prefix: '/balance' });
+  await app.register(developersPages, { prefix: '/developers' });
 }
