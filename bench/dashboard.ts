@@ -6,7 +6,7 @@
 // 2. 10^5 transfers for that merchant (10^3 with --smoke), set-based as bench/growth.ts does, spread over
 //    90 days, every state, 5 warehouses, 4 recipient phones.
 // 3. The server (`mds serve`, NODE_ENV=production) pinned to CPU 0; this process on CPU 1 (taskset).
-// 4. 10 users invited (`mds users invite --json`), each sets a password and logs in through the forms.
+// 4. 10 employees (AccountsService), each logged in through the login form (its own session cookie).
 // 5. Rows, each with 10 connections (one user each): the first page, a filtered page, a phone search,
 //    and the API's JSON list of the same page size for comparison; a raw node:http probe around each.
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
@@ -19,7 +19,11 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort, MDS_BIN, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
+import { loadConfig, parseSigningKeys } from '../src/config.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { systemClock } from '../src/lib/clock.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
+import { createServices } from '../src/services.ts';
 import { DETAILS } from './growth.ts';
 
 const RESULTS = join(import.meta.dirname, 'results.md');
@@ -187,22 +191,27 @@ const hidden = (html: string, name: string): string => {
     .replace(/&quot;/g, '"');
 };
 
-/** Invites a user with the CLI, sets the password on the invite link's page, logs in; returns the Cookie header of the session. */
-async function loggedInUser(base: string, env: NodeJS.ProcessEnv, merchantId: string, i: number): Promise<string> {
-  const email = `bench-user-${i}@example.com`;
-  const password = `bench password number ${i} ${randomBytes(4).toString('hex')}`;
-  const { url } = JSON.parse(await cli(['users', 'invite', '--merchant', merchantId, '--email', email, '--role', 'employee', '--json'], env));
+/** Creates the employees (AccountsService, on the store directly: the server holds no state of its own). */
+async function createUsers(env: NodeJS.ProcessEnv, merchantId: string, n: number): Promise<Array<{ email: string; password: string }>> {
+  const config = loadConfig(env);
+  const database = openDatabase({ url: config.databaseUrl, schema: config.databaseSchema, poolSize: 2 });
+  try {
+    const services = createServices({ config, database, clock: systemClock, signingKeys: parseSigningKeys(String(env.TOKEN_SIGNING_KEYS)) });
+    const users: Array<{ email: string; password: string }> = [];
+    for (let i = 0; i < n; i++) {
+      const user = { email: `bench-user-${i}@example.com`, password: `bench password number ${i} ${randomBytes(4).toString('hex')}` };
+      await services.accounts.createMerchantUser(merchantId, { ...user, role: 'employee', name: `Bench user ${i}` });
+      users.push(user);
+    }
+    return users;
+  } finally {
+    await database.close();
+  }
+}
+
+/** Logs in through the login form; returns the Cookie header of the session. */
+async function loggedInUser(base: string, { email, password }: { email: string; password: string }): Promise<string> {
   const b = new Browserless(base);
-  const invite = new URL(url);
-  const page = await b.request('GET', invite.pathname + invite.search);
-  if (page.status !== 200) throw new Error(`invite page: ${page.status}`);
-  const set = await b.request('POST', '/dashboard/set-password', {
-    _csrf: hidden(page.text, '_csrf'),
-    token: hidden(page.text, 'token'),
-    password,
-    confirm: password,
-  });
-  if (set.status !== 303) throw new Error(`set password: ${set.status} ${set.text.slice(0, 300)}`);
   const login = await b.request('GET', '/dashboard/login');
   const done = await b.request('POST', '/dashboard/login', { _csrf: hidden(login.text, '_csrf'), email, password });
   if (done.status !== 303) throw new Error(`login: ${done.status} ${done.text.slice(0, 300)}`);
@@ -367,7 +376,7 @@ export async function benchDashboard(): Promise<number> {
     await seedTransfers(schema ? { schema } : { file: join(tmp, 'bench.sqlite') }, merchantId, warehouses, TRANSFERS);
     log(`  seeded ${TRANSFERS} transfers in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     const cookies: string[] = [];
-    for (let i = 0; i < USERS; i++) cookies.push(await loggedInUser(base, env, merchantId, i));
+    for (const user of await createUsers(env, merchantId, USERS)) cookies.push(await loggedInUser(base, user));
     log(`  ${USERS} users logged in`);
 
     const serverPinned = pin(server.pid, 0);
@@ -379,7 +388,7 @@ export async function benchDashboard(): Promise<number> {
 
     const page = (client: number) => ({ cookie: cookies[client % cookies.length] });
     const rows: Array<[string, string, (client: number) => Record<string, string>]> = [
-      ['GET /dashboard/deliveries (first page, 50 of 10^5)', '/dashboard/deliveries', page],
+      [`GET /dashboard/deliveries (first page, 50 of ${TRANSFERS.toLocaleString('en')})`, '/dashboard/deliveries', page],
       [`GET /dashboard/deliveries?state=cancelled&warehouseId=… (filtered)`, `/dashboard/deliveries?state=cancelled&warehouseId=${warehouses[2]}`, page],
       ['GET /dashboard/deliveries?q=+7 900 000-00-03 (phone search)', `/dashboard/deliveries?q=${encodeURIComponent('+7 900 000-00-03')}`, page],
       ['GET /transfer?limit=50 (the API, same page, JSON)', '/transfer?limit=50', () => ({ authorization: `Bearer ${token}` })],
