@@ -220,6 +220,50 @@ async function loggedInUser(base: string, { email, password }: { email: string; 
   return b.header();
 }
 
+// ---------------------------------------------------------------- query plans
+
+/** The list's statements as Kysely builds them (TransfersService.search), with their plans on the seeded store. */
+async function plans(target: { file: string } | { schema: string }, merchantId: string, warehouseId: string): Promise<string> {
+  const queries: Array<[string, string, unknown[]]> = [
+    ['first page', 'select * from transfers where merchant_id = ? order by created_at desc, id desc limit ?', [merchantId, PAGE + 1]],
+    [
+      'state + warehouse',
+      'select * from transfers where merchant_id = ? and state = ? and warehouse_id = ? order by created_at desc, id desc limit ?',
+      [merchantId, 'cancelled', warehouseId, PAGE + 1],
+    ],
+    [
+      'phone search',
+      'select * from transfers where merchant_id = ? and recipient_phone = ? order by created_at desc, id desc limit ?',
+      [merchantId, '79000000003', PAGE + 1],
+    ],
+    [
+      'tracking code',
+      'select * from transfers where merchant_id = ? and tracking_code = ? order by created_at desc, id desc limit ?',
+      [merchantId, 'x', PAGE + 1],
+    ],
+  ];
+  const out = ['| query | plan |', '|---|---|'];
+  const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, '<br>');
+  if ('file' in target) {
+    const db = new DatabaseSync(target.file, { readOnly: true });
+    try {
+      for (const [what, text, params] of queries) {
+        const rows = db.prepare(`explain query plan ${text}`).all(...(params as never[])) as { detail: string }[];
+        out.push(`| ${what} | ${cell(rows.map((r) => r.detail).join('; '))} |`);
+      }
+    } finally {
+      db.close();
+    }
+  } else {
+    for (const [what, text, params] of queries) {
+      let n = 0;
+      const { rows } = await pgQuery(`explain (costs off) ${text.replace(/\?/g, () => `$${++n}`)}`, params, target.schema);
+      out.push(`| ${what} | ${cell(rows.map((r) => String(r['QUERY PLAN']).trim()).join('; '))} |`);
+    }
+  }
+  return out.join('\n');
+}
+
 // ---------------------------------------------------------------- load
 
 interface Row {
@@ -375,6 +419,7 @@ export async function benchDashboard(): Promise<number> {
     const t0 = Date.now();
     await seedTransfers(schema ? { schema } : { file: join(tmp, 'bench.sqlite') }, merchantId, warehouses, TRANSFERS);
     log(`  seeded ${TRANSFERS} transfers in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    const planTable = await plans(schema ? { schema } : { file: join(tmp, 'bench.sqlite') }, merchantId, warehouses[2]);
     const cookies: string[] = [];
     for (const user of await createUsers(env, merchantId, USERS)) cookies.push(await loggedInUser(base, user));
     log(`  ${USERS} users logged in`);
@@ -421,6 +466,10 @@ export async function benchDashboard(): Promise<number> {
         (m) =>
           `| ${m.title} | ${Math.round(m.rps)} | **${(m.rps / m.baseRps).toFixed(2)}** | ${m.p50.toFixed(2)} | **${m.p99.toFixed(2)}** | ${m.bytes} | ${m.requests} | ${m.unexpected} |`,
       ),
+      '',
+      'Query plans on the seeded store (the statements TransfersService.search runs):',
+      '',
+      planTable,
       '',
     ].join('\n');
     process.stdout.write(`\n${text}\n`);
