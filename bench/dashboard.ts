@@ -268,6 +268,7 @@ async function plans(target: { file: string } | { schema: string }, merchantId: 
 
 interface Row {
   title: string;
+  cpuMicrosPerReq: number;
   rps: number;
   p50: number;
   p99: number;
@@ -277,12 +278,28 @@ interface Row {
   bytes: number;
 }
 
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU time (user + system, every thread) a process has used so far, in microseconds (as bench/run.ts measures it). */
+function cpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
+}
+
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
-async function load(base: string, path: string, headersOf: (client: number) => Record<string, string>, seconds: number, connections: number) {
+async function load(base: string, path: string, headersOf: (client: number) => Record<string, string>, seconds: number, connections: number, pid: number) {
+  const cpuBefore = cpuMicros(pid);
   let latencies = new Float64Array(16_384);
   let n = 0;
   let first = 0;
@@ -323,7 +340,15 @@ async function load(base: string, path: string, headersOf: (client: number) => R
   clearTimeout(timer);
   const sorted = latencies.subarray(0, n).sort();
   const elapsed = n > 1 ? (last - first) / 1000 : seconds;
-  return { rps: n / elapsed, p50: percentile(sorted, 50), p99: percentile(sorted, 99), requests: n, unexpected, bytes };
+  return {
+    rps: n / elapsed,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    requests: n,
+    unexpected,
+    bytes,
+    cpuMicrosPerReq: n ? (cpuMicros(pid) - cpuBefore) / n : Number.NaN,
+  };
 }
 
 const RAW_SERVER = `
@@ -424,12 +449,13 @@ export async function benchDashboard(): Promise<number> {
     for (const user of await createUsers(env, merchantId, USERS)) cookies.push(await loggedInUser(base, user));
     log(`  ${USERS} users logged in`);
 
-    const serverPinned = pin(server.pid, 0);
+    const serverPid = server.pid;
+    const serverPinned = pin(serverPid, 0);
     const rawPort = await freePort();
     raw = await startRaw(rawPort);
     const rawPinned = pin(raw.pid as number, 0);
     const rawBase = `http://127.0.0.1:${rawPort}`;
-    const probe = async () => (await load(rawBase, '/', () => ({}), PROBE_SECONDS, USERS)).rps;
+    const probe = async () => (await load(rawBase, '/', () => ({}), PROBE_SECONDS, USERS, raw?.pid as number)).rps;
 
     const page = (client: number) => ({ cookie: cookies[client % cookies.length] });
     const rows: Array<[string, string, (client: number) => Record<string, string>]> = [
@@ -439,14 +465,14 @@ export async function benchDashboard(): Promise<number> {
       ['GET /transfer?limit=50 (the API, same page, JSON)', '/transfer?limit=50', () => ({ authorization: `Bearer ${token}` })],
     ];
     log('warm-up');
-    for (const [, path, headers] of rows) await load(base, path, headers, SMOKE ? 0.5 : 2, USERS);
+    for (const [, path, headers] of rows) await load(base, path, headers, SMOKE ? 0.5 : 2, USERS, serverPid);
     log('measuring');
     const measured: Row[] = [];
     let before = await probe();
-    const rawRow = await load(rawBase, '/', () => ({}), DURATION, USERS);
+    const rawRow = await load(rawBase, '/', () => ({}), DURATION, USERS, raw.pid as number);
     measured.push({ title: 'raw node:http hello world (baseline)', ...rawRow, baseRps: before });
     for (const [title, path, headers] of rows) {
-      const m = await load(base, path, headers, DURATION, USERS);
+      const m = await load(base, path, headers, DURATION, USERS, serverPid);
       const after = await probe();
       measured.push({ title, ...m, baseRps: (before + after) / 2 });
       before = after;
@@ -460,11 +486,11 @@ export async function benchDashboard(): Promise<number> {
       '',
       'Each row\'s "× raw" is its req/s over the mean of raw node:http probes right before and after it, on the same pinned CPU and with the same 10 connections.',
       '',
-      '| row | req/s | **× raw** | p50 ms | **p99 ms** | bytes/answer | requests | unexpected |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|',
+      '| row | req/s | **× raw** | p50 ms | **p99 ms** | server CPU µs/req | bytes/answer | requests | unexpected |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
       ...measured.map(
         (m) =>
-          `| ${m.title} | ${Math.round(m.rps)} | **${(m.rps / m.baseRps).toFixed(2)}** | ${m.p50.toFixed(2)} | **${m.p99.toFixed(2)}** | ${m.bytes} | ${m.requests} | ${m.unexpected} |`,
+          `| ${m.title} | ${Math.round(m.rps)} | **${(m.rps / m.baseRps).toFixed(2)}** | ${m.p50.toFixed(2)} | **${m.p99.toFixed(2)}** | ${Math.round(m.cpuMicrosPerReq)} | ${m.bytes} | ${m.requests} | ${m.unexpected} |`,
       ),
       '',
       'Query plans on the seeded store (the statements TransfersService.search runs):',
