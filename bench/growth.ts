@@ -13,7 +13,7 @@ export const TRANSFERS = 1_000_000;
 const DAY = 86_400_000;
 
 // A transfer's details as the service stores them (about 700 bytes of JSON).
-const DETAILS = JSON.stringify({
+export const DETAILS = JSON.stringify({
   parcelSize: 'SMALL',
   description: 'Grown parcel',
   pickupLocation: { type: 'Point', coordinates: [37.6136, 55.7575] },

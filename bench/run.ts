@@ -871,3 +871,5 @@ async function main(): Promise<void> {
 }
 
 await main();
+// The dashboard's deliveries list over 10^5 transfers (bench/dashboard.ts): same store, --smoke and --no-write.
+if (!GROWTH && !process.exitCode) process.exitCode = await (await import('./dashboard.ts')).benchDashboard();

@@ -109,6 +109,8 @@ export interface TransfersTable {
   code_attempts: number;
   /** 1 after 5 wrong codes: the courier can do nothing more with the job until an operator unlocks it. */
   locked: number;
+  /** The digits of recipientInfo.phone, for the dashboard's search (null only on rows seeded outside the service). */
+  recipient_phone: string | null;
   created_at: number;
   updated_at: number;
 }

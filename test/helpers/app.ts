@@ -62,7 +62,7 @@ export async function createTestApp(
   storeName: StoreName = 'sqlite',
   env: Record<string, string> = {},
   shared?: TestStore,
-  opts: { metrics?: boolean } = {},
+  opts: { metrics?: boolean /** The ManualClock's start (default: now). */; now?: number } = {},
 ): Promise<TestApp> {
   const store = shared ?? (await createStore(storeName));
   const config = loadConfig({
@@ -74,7 +74,7 @@ export async function createTestApp(
   });
   const database = openDatabase({ url: store.url, schema: store.schema, poolSize: 10 });
   await migrateForTest(database);
-  const clock = new ManualClock(Date.now());
+  const clock = new ManualClock(opts.now ?? Date.now());
   const logs: string[] = [];
   const metrics = opts.metrics ? new Metrics(database) : undefined;
   const app = await buildApp({

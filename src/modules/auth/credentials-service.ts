@@ -72,6 +72,14 @@ export class CredentialsService {
     this.#onChange(clientId);
   }
 
+  /** A merchant revokes one of its own credential sets (the dashboard): another merchant's client id is not found, as a random one. */
+  async revokeOwn(merchantId: string, clientId: string): Promise<void> {
+    const existing = await credentialsRepository.findByClientId(this.#db, clientId);
+    if (existing?.merchant_id !== merchantId) throw new AppError('CLIENT_NOT_FOUND', `No credential with client id ${clientId}`);
+    await credentialsRepository.revoke(this.#db, clientId, this.#clock.now());
+    this.#onChange(clientId);
+  }
+
   /** Deletes a credential set: its tokens fail with CREDENTIALS_NOT_FOUND. */
   async delete(clientId: string): Promise<void> {
     if (!(await credentialsRepository.delete(this.#db, clientId))) {

@@ -57,6 +57,45 @@ export const merchantsRepository = {
     return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
   },
 
+  /** Entries created in [from, to), oldest first, keyset-paged after (createdAt, id): the CSV export's batches. */
+  async ledgerRange(
+    db: Db,
+    merchantId: string,
+    from: number,
+    to: number,
+    after: { createdAt: number; id: string } | undefined,
+    limit: number,
+  ): Promise<LedgerRow[]> {
+    let q = db.selectFrom('ledger_entries').selectAll().where('merchant_id', '=', merchantId).where('created_at', '>=', from).where('created_at', '<', to);
+    if (after) {
+      q = q.where((eb) => eb.or([eb('created_at', '>', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]));
+    }
+    return q.orderBy('created_at').orderBy('id').limit(limit).execute();
+  },
+
+  /** The sum of the entries created before `at`: the balance as it stood then (the balance is the sum of its ledger). */
+  async balanceBefore(db: Db, merchantId: string, at: number): Promise<number> {
+    const row = await db
+      .selectFrom('ledger_entries')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('amount'), eb.lit(0)).as('total'))
+      .where('merchant_id', '=', merchantId)
+      .where('created_at', '<', at)
+      .executeTakeFirstOrThrow();
+    return Number(row.total);
+  },
+
+  /** A transfer's entries (its charge, its refunds), oldest first. */
+  async ledgerForTransfer(db: Db, merchantId: string, transferId: string): Promise<LedgerRow[]> {
+    return db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('transfer_id', '=', transferId)
+      .where('merchant_id', '=', merchantId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+  },
+
   async ledger(db: Db, merchantId: string): Promise<LedgerRow[]> {
     return db.selectFrom('ledger_entries').selectAll().where('merchant_id', '=', merchantId).orderBy('id').execute();
   },

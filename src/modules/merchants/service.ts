@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { inTransaction } from '../../db/transaction.ts';
 import type { DB, Db, MerchantMode } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
+import { csvRow, type ExportRange, exportRange } from '../../lib/csv.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -35,6 +36,17 @@ const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u');
 const MAX_RATE_LIMIT = 1_000_000;
 /** How long an instance may apply a merchant's limit after the operator changed it. */
 export const RATE_LIMIT_CACHE_MS = 1000;
+
+export const LEDGER_CSV_HEADER = ['createdAt', 'entryId', 'kind', 'amount', 'balanceAfter', 'transferId', 'note', 'currency'] as const;
+const EXPORT_BATCH = 500;
+
+/** The balance at both ends of a range and what the ledger entries inside it add up to (always close - open). */
+export interface BalanceChange {
+  opening: string;
+  closing: string;
+  change: string;
+  currency: string;
+}
 
 /** Merchants and their money. Every balance change writes a ledger entry in the same transaction. */
 export interface IssuedCredential {
@@ -149,6 +161,43 @@ export class MerchantsService {
     if (this.#limits.size > 10_000) this.#limits.clear();
     this.#limits.set(merchantId, { value, until: now + RATE_LIMIT_CACHE_MS });
     return value;
+  }
+
+  /**
+   * The merchant's ledger entries created in [from, to) as CSV lines (header first), oldest first, read
+   * in batches as the consumer pulls. Their amounts add up to balanceChange(from, to).change.
+   */
+  async *ledgerCsv(merchantId: string, input: ExportRange): AsyncGenerator<string> {
+    const range = exportRange(input);
+    await this.#require(this.#db, merchantId);
+    yield csvRow(LEDGER_CSV_HEADER);
+    let after: { createdAt: number; id: string } | undefined;
+    for (;;) {
+      const rows = await merchantsRepository.ledgerRange(this.#db, merchantId, range.from, range.to, after, EXPORT_BATCH);
+      if (rows.length === 0) return;
+      let chunk = '';
+      for (const e of rows) {
+        chunk += csvRow([iso(e.created_at), e.id, e.kind, formatMinor(e.amount), formatMinor(e.balance_after), e.transfer_id, e.note, this.#currency]);
+      }
+      yield chunk;
+      const last = rows[rows.length - 1];
+      after = { createdAt: Number(last.created_at), id: last.id };
+      if (rows.length < EXPORT_BATCH) return;
+    }
+  }
+
+  /** The ledger entries of one of the merchant's transfers (its charge and refunds), oldest first. */
+  async transferEntries(merchantId: string, transferId: string): Promise<LedgerEntryView[]> {
+    return (await merchantsRepository.ledgerForTransfer(this.#db, merchantId, transferId)).map(toEntryView);
+  }
+
+  /** The balance as it stood at `from` and at `to` (the sums of the entries before each), and the change between. */
+  async balanceChange(merchantId: string, input: ExportRange): Promise<BalanceChange> {
+    const range = exportRange(input);
+    await this.#require(this.#db, merchantId);
+    const opening = await merchantsRepository.balanceBefore(this.#db, merchantId, range.from);
+    const closing = await merchantsRepository.balanceBefore(this.#db, merchantId, range.to);
+    return { opening: formatMinor(opening), closing: formatMinor(closing), change: formatMinor(closing - opening), currency: this.#currency };
   }
 
   async #credit(trx: Db, merchantId: string, amountMinor: number, note: string | null): Promise<number> {

@@ -5,7 +5,7 @@ import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { appendEvent } from '../outbox/outbox.ts';
-import { type PricedProduct, priceAll } from '../tariffs/pricing.ts';
+import { distanceMetres, type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
 import type { WarehousesService } from '../warehouses/service.ts';
 import { quotesRepository } from './repository.ts';
@@ -54,6 +54,29 @@ export class QuotesService {
   /** Retention: deletes up to `limit` unused quotes expired for longer than QUOTE_RETENTION_DAYS. */
   async purgeExpired(limit: number): Promise<number> {
     return quotesRepository.deleteUnusedExpiredBefore(this.#db, this.#clock.now() - this.#retentionMs, limit);
+  }
+
+  /** One of the merchant's quotes (another merchant's id is not found, as a random one). */
+  async get(merchantId: string, id: string): Promise<QuoteView> {
+    const row = await quotesRepository.find(this.#db, merchantId, id);
+    if (!row) throw new AppError('QUOTE_NOT_FOUND', `No quote ${id}`);
+    const products = JSON.parse(row.products) as Record<string, PricedProduct>;
+    const request = JSON.parse(row.request) as StoredRequest;
+    const pickup = JSON.parse(row.pickup) as PickupSnapshot;
+    const to = request.destinationLocation;
+    return {
+      id: row.id,
+      transfer_id: row.transfer_id,
+      event_id: row.event_id,
+      products: Object.fromEntries(Object.entries(products).map(([k, p]) => [k, publicProduct(p)])),
+      currency: row.currency,
+      distanceMeters: distanceMetres(pickup, to),
+      expiresAt: iso(Number(row.expires_at)),
+      status: row.status,
+      request,
+      pickup,
+      warehouseId: row.warehouse_id,
+    };
   }
 
   /** Prices every product from the merchant's ACTIVE warehouse to the destination and stores a pending quote with those prices frozen. */
@@ -131,6 +154,14 @@ export class QuotesService {
       record,
     );
   }
+}
+
+/** A stored quote as the merchant sees it, with what was asked and from where (the dashboard's second step). */
+export interface QuoteView extends Quote {
+  status: 'pending' | 'consumed';
+  request: StoredRequest;
+  pickup: PickupSnapshot;
+  warehouseId: string;
 }
 
 /** The product as merchants see it (the minor-unit amounts are internal). */

@@ -13,6 +13,10 @@ export interface TransferListFilter {
   warehouseId?: string;
   createdFrom?: number;
   createdTo?: number;
+  /** Exact matches for the dashboard's search: a transfer id, a tracking code, the digits of the recipient's phone. */
+  id?: string;
+  trackingCode?: string;
+  recipientPhone?: string;
   /** Keyset cursor: rows strictly older than (createdAt, id). */
   before?: { createdAt: number; id: string };
   limit: number;
@@ -71,11 +75,30 @@ export const transfersRepository = {
     if (f.warehouseId) q = q.where('warehouse_id', '=', f.warehouseId);
     if (f.createdFrom !== undefined) q = q.where('created_at', '>=', f.createdFrom);
     if (f.createdTo !== undefined) q = q.where('created_at', '<', f.createdTo);
+    if (f.id !== undefined) q = q.where('id', '=', f.id);
+    if (f.trackingCode !== undefined) q = q.where('tracking_code', '=', f.trackingCode);
+    if (f.recipientPhone !== undefined) q = q.where('recipient_phone', '=', f.recipientPhone);
     const before = f.before;
     if (before) {
       q = q.where((eb) => eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]));
     }
     return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
+  },
+
+  /** One merchant's transfers created in [from, to), oldest first, keyset-paged after (createdAt, id): the CSV export's batches. */
+  async range(
+    db: Db,
+    merchantId: string,
+    from: number,
+    to: number,
+    after: { createdAt: number; id: string } | undefined,
+    limit: number,
+  ): Promise<TransferRow[]> {
+    let q = db.selectFrom('transfers').selectAll().where('merchant_id', '=', merchantId).where('created_at', '>=', from).where('created_at', '<', to);
+    if (after) {
+      q = q.where((eb) => eb.or([eb('created_at', '>', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]));
+    }
+    return q.orderBy('created_at').orderBy('id').limit(limit).execute();
   },
 
   /** Transfers still waiting for a courier that were created before `createdBefore` (the assignment timeout). */

@@ -1,8 +1,9 @@
 import { randomInt } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
-import type { ActorType, DB, Db, MerchantMode, TransferState } from '../../db/types.ts';
+import { type ActorType, type DB, type Db, type MerchantMode, TRANSFER_STATES, type TransferState } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
+import { csvRow, type ExportRange, exportRange } from '../../lib/csv.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
@@ -98,6 +99,36 @@ export interface TransferPage {
   items: Transfer[];
   nextCursor?: string;
 }
+
+/** The dashboard's deliveries list: the API's filters (as form text) plus `q`, a transfer id, tracking code (or URL) or recipient phone. */
+export interface TransferSearch {
+  state?: string;
+  warehouseId?: string;
+  createdFrom?: string;
+  createdTo?: string;
+  q?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export const DELIVERIES_CSV_HEADER = [
+  'createdAt',
+  'transferId',
+  'state',
+  'trackingCode',
+  'warehouseId',
+  'deliveryOption',
+  'recipient',
+  'recipientPhone',
+  'destinationAddress',
+  'totalPrice',
+  'refundedAmount',
+  'currency',
+] as const;
+const EXPORT_BATCH = 500;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const TRACKING_CODE = /^[A-Za-z0-9_-]{22}$/;
+const PHONE_QUERY = /^\+?[0-9 ()-]{5,40}$/;
 
 /** The simulated courier that drives sandbox transfers. */
 const SANDBOX_COURIER = { id: null, firstName: 'Sandbox' };
@@ -283,6 +314,7 @@ export class TransfersService {
       courier_payout: product.courierFeeMinor ?? parseMajorAmount(product.common.price.courier_fee_total),
       code_attempts: 0,
       locked: 0,
+      recipient_phone: phoneDigits(req.recipientInfo.phone),
       next_step_at: mode === 'sandbox' && this.#opts.sandboxStepSeconds > 0 ? now + this.#opts.sandboxStepSeconds * 1000 : null,
       created_at: now,
       updated_at: now,
@@ -328,6 +360,82 @@ export class TransfersService {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return { items: page.map(this.#toTransfer), ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}) };
+  }
+
+  /**
+   * The dashboard's list: the API's filters, plus one search box that takes a transfer id, a tracking
+   * code (or the tracking URL) or the recipient's phone in any spacing; always one merchant's transfers.
+   */
+  async search(merchantId: string, query: TransferSearch): Promise<TransferPage> {
+    const errors: { path: string; message: string }[] = [];
+    if (query.state !== undefined && !(TRANSFER_STATES as readonly string[]).includes(query.state)) {
+      errors.push({ path: '/state', message: `must be one of ${TRANSFER_STATES.join(', ')}` });
+    }
+    if (query.warehouseId !== undefined && !UUID.test(query.warehouseId)) errors.push({ path: '/warehouseId', message: 'must be a warehouse id' });
+    const search = query.q === undefined ? {} : parseSearch(query.q);
+    if (!search) errors.push({ path: '/q', message: 'search by a transfer id, a tracking code or link, or the recipient phone' });
+    if (errors.length)
+      throw new AppError('VALIDATION_FAILED', `Search failed validation: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`, { errors });
+    const limit = query.limit ?? 50;
+    const rows = await transfersRepository.list(this.#db, merchantId, {
+      state: query.state as TransferState | undefined,
+      warehouseId: query.warehouseId,
+      createdFrom: instant(query.createdFrom, 'createdFrom'),
+      createdTo: instant(query.createdTo, 'createdTo'),
+      ...search,
+      before: query.cursor === undefined ? undefined : decodeTimeCursor(query.cursor),
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { items: page.map(this.#toTransfer), ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}) };
+  }
+
+  /**
+   * The merchant's deliveries created in [from, to) as CSV lines (header first), oldest first, read in
+   * batches as the consumer pulls: memory stays bounded however long the range.
+   */
+  async *exportCsv(merchantId: string, range: ExportRange): AsyncGenerator<string> {
+    const { from, to } = exportRange(range);
+    yield csvRow(DELIVERIES_CSV_HEADER);
+    let after: { createdAt: number; id: string } | undefined;
+    for (;;) {
+      const rows = await transfersRepository.range(this.#db, merchantId, from, to, after, EXPORT_BATCH);
+      if (rows.length === 0) return;
+      let chunk = '';
+      for (const row of rows) {
+        const d = JSON.parse(row.details) as TransferDetails;
+        chunk += csvRow([
+          iso(row.created_at),
+          row.id,
+          row.state,
+          row.tracking_code,
+          row.warehouse_id,
+          d.deliveryOptionName,
+          d.recipientFullName,
+          d.recipientInfo.phone,
+          d.destinationAddress,
+          formatMinor(row.total_amount),
+          formatMinor(row.refunded_amount),
+          row.currency,
+        ]);
+      }
+      yield chunk;
+      const last = rows[rows.length - 1];
+      after = { createdAt: Number(last.created_at), id: last.id };
+      if (rows.length < EXPORT_BATCH) return;
+    }
+  }
+
+  /**
+   * What cancelling would do now, by the same lifecycle rules cancel() applies: whether the merchant
+   * may, the refund and the fee kept back (the dashboard shows it before the merchant confirms).
+   */
+  async cancellationPreview(merchantId: string, id: string): Promise<{ cancellable: boolean; refund: string; feeKept: string; currency: string }> {
+    const row = await this.#require(this.#db, merchantId, id);
+    const rule = findTransition(row.state, 'cancelled', 'merchant');
+    const refund = rule ? refundAmount(rule, 'merchant', row.total_amount, { cancellation: row.cancellation_fee, return: row.return_fee }) : 0;
+    return { cancellable: rule !== undefined, refund: formatMinor(refund), feeKept: formatMinor(rule ? row.total_amount - refund : 0), currency: row.currency };
   }
 
   /** The merchant cancels: a full refund before a courier accepted, the price less the cancellation fee after; refused after pickup. */
@@ -503,6 +611,24 @@ function instant(value: string | undefined, name: string): number | undefined {
     });
   }
   return ms;
+}
+
+/** The digits of a phone number: how phones are stored and searched, so spacing and punctuation never matter. */
+export const phoneDigits = (phone: string): string => phone.replace(/[^0-9]/g, '');
+
+/** One search box, three kinds of exact match; undefined when the text is none of them. */
+function parseSearch(raw: string): Pick<TransferListFilter, 'id' | 'trackingCode' | 'recipientPhone'> | undefined {
+  // A leading apostrophe is the CSV export's formula guard, copied along with a tracking code.
+  let q = raw.trim().replace(/^'/, '');
+  const track = /\/track\/([A-Za-z0-9_-]+)\/?$/.exec(q); // a pasted tracking link
+  if (track) q = track[1];
+  if (UUID.test(q)) return { id: q.toLowerCase() };
+  if (TRACKING_CODE.test(q)) return { trackingCode: q };
+  if (PHONE_QUERY.test(q)) {
+    const digits = phoneDigits(q);
+    if (digits.length >= 5) return { recipientPhone: digits };
+  }
+  return undefined;
 }
 
 /** The 409 for a move the lifecycle does not allow from the current state (it names the state). */

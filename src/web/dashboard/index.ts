@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../../lib/errors.ts';
 import { accountPages } from './account/routes.ts';
+import { balancePages } from './balance/routes.ts';
+import { deliveriesPages } from './deliveries/routes.ts';
+import { developersPages } from './developers/routes.ts';
 import { loginPages } from './login/routes.ts';
 import { usersPages } from './users/routes.ts';
 import { warehousesPages } from './warehouses/routes.ts';
@@ -19,4 +22,7 @@ export async function dashboardPages(app: FastifyInstance): Promise<void> {
   await app.register(warehousesPages, { prefix: '/warehouses' });
   await app.register(usersPages, { prefix: '/users' });
   await app.register(accountPages, { prefix: '/account' });
+  await app.register(deliveriesPages, { prefix: '/deliveries' });
+  await app.register(balancePages, { prefix: '/balance' });
+  await app.register(developersPages, { prefix: '/developers' });
 }
