@@ -89,7 +89,12 @@ describeEachStore('integrator mistakes', (ctx) => {
     const m = await t.merchant('Hints', '1000');
     const warehouseId = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() })).json().id;
     const quote = (await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(warehouseId) })).json();
-    const product = await t.as(m, { method: 'POST', url: '/transfer', headers: { 'x-request-id': 'pk' }, payload: transferBody(quote.id, { productKey: 'cheapest' }) });
+    const product = await t.as(m, {
+      method: 'POST',
+      url: '/transfer',
+      headers: { 'x-request-id': 'pk' },
+      payload: transferBody(quote.id, { productKey: 'cheapest' }),
+    });
     assert.deepEqual(product.json(), {
       type: 'PRODUCT_NOT_AVAILABLE',
       title: 'Product not available',
