@@ -84,7 +84,7 @@ describeEachStore('integrator mistakes', (ctx) => {
     assert.equal(urn.statusCode, 400, 'other spellings are still refused');
   });
 
-  test("mistakes: an unknown productKey lists the quote's keys; the quote's transfer_id as matchmakingId says to use its id", async () => {
+  test("an unknown productKey lists the quote's keys; the quote's transfer_id as matchmakingId says to use its id", async () => {
     const t = ctx();
     const m = await t.merchant('Hints', '1000');
     const warehouseId = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() })).json().id;
