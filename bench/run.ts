@@ -9,7 +9,7 @@
 //
 // The server (and the raw baseline) run pinned to CPU 0, as in a one-CPU container; this process, the load
 // generator, pins itself to CPU 1 (taskset). Without taskset or with one CPU they share, and the header says so.
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -18,7 +18,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { freePort, MDS_BIN, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
+import { quoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
+import { freePort, runMds, type ServerChild, startServer, stopChild, stopCommands } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
 import { seedGrowth } from './growth.ts';
 import { benchTokens, type MicroResult, tokensTable } from './tokens.ts';
@@ -118,18 +119,13 @@ async function createStore(tmp: string): Promise<Store> {
   };
 }
 
-/** CLI commands still running: stopped on Ctrl-C too, so none writes into the temp dir after it is removed. */
+/** The raw baseline server while it runs: stopped on Ctrl-C too (mds commands: stopCommands()). */
 const running = new Set<ChildProcess>();
 
-function cli(cliArgs: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((ok, fail) => {
-    const child = execFile(process.execPath, [MDS_BIN, ...cliArgs], { env, timeout: 120_000 }, (err, stdout, stderr) => {
-      running.delete(child);
-      if (err) fail(new Error(`mds ${cliArgs.join(' ')}: ${stderr || err.message}`));
-      else ok(stdout);
-    });
-    running.add(child);
-  });
+async function cli(cliArgs: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  const r = await runMds(cliArgs, env, 120_000);
+  if (r.code !== 0) throw new Error(`mds ${cliArgs.join(' ')}: ${r.stderr || `exit ${r.code}`}`);
+  return r.stdout;
 }
 
 /** SIGTERM, SIGKILL after 5 s. */
@@ -264,32 +260,19 @@ async function http(base: string, method: string, path: string, body?: unknown, 
   return json;
 }
 
-const warehouseBody = (i: number) => ({
-  name: `Bench warehouse ${i}`,
-  nameInt: `bench-warehouse-${i}`,
-  address: `Tverskaya St ${i + 1}, Moscow`,
-  contactPhone: '+7 495 000-00-00',
-  contactEmail: 'warehouse@example.com',
-  locationMetadata: { display_name: `Tverskaya St ${i + 1}, Moscow`, lat: 55.7575 + i / 1000, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
-});
-
-const quoteBody = (warehouseId: string) =>
-  JSON.stringify({
-    warehouseId,
-    destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24, Moscow', city: 'Moscow' },
-    parcelSize: 'SMALL',
-    isFragile: false,
-    isPerishable: false,
-    deliveryType: 'DOOR_TO_DOOR',
+// The shared fixtures (scripts/lib/fixtures.ts), a warehouse per index and one fixed destination (Komsomolsky Ave, ~3 km).
+const benchWarehouseBody = (i: number) =>
+  warehouseBody({
+    name: `Bench warehouse ${i}`,
+    nameInt: `bench-warehouse-${i}`,
+    address: `Tverskaya St ${i + 1}, Moscow`,
+    locationMetadata: { display_name: `Tverskaya St ${i + 1}, Moscow`, lat: 55.7575 + i / 1000, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
   });
 
-const transferBody = (quoteId: string) =>
-  JSON.stringify({
-    matchmakingId: quoteId,
-    productKey: 'standard',
-    description: 'Benchmark parcel',
-    recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
-  });
+const benchQuoteBody = (warehouseId: string) =>
+  JSON.stringify(quoteBody(warehouseId, { destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24, Moscow', city: 'Moscow' } }));
+
+const benchTransferBody = (quoteId: string) => JSON.stringify(transferBody(quoteId, { description: 'Benchmark parcel' }));
 
 // ---------------------------------------------------------------- query plans (--growth)
 
@@ -544,7 +527,7 @@ async function main(): Promise<void> {
   let raw: ChildProcess | undefined;
   let storeHandle: Store | undefined;
   const onSignal = () => {
-    Promise.all([server?.stop(5000), stopProcess(raw), ...[...running].map(stopProcess)])
+    Promise.all([server?.stop(5000), stopProcess(raw), ...[...running].map(stopProcess), stopCommands(5000)])
       .then(() => storeHandle?.cleanup())
       .finally(() => {
         rmSync(tmp, { recursive: true, force: true });
@@ -619,7 +602,7 @@ async function main(): Promise<void> {
         client_secret: created.clientSecret,
       });
       const warehouseIds: string[] = [];
-      for (let i = 0; i < (m === 0 ? WAREHOUSES : 1); i++) warehouseIds.push((await http(base, 'POST', '/warehouses', warehouseBody(i), token)).id);
+      for (let i = 0; i < (m === 0 ? WAREHOUSES : 1); i++) warehouseIds.push((await http(base, 'POST', '/warehouses', benchWarehouseBody(i), token)).id);
       const auth = { authorization: `Bearer ${token}` };
       merchants.push({
         auth,
@@ -639,7 +622,7 @@ async function main(): Promise<void> {
     const optionsRequest = (req: any, context: Record<string, any>) => {
       const merchant = merchants[nextMerchant++ % merchants.length];
       context.merchant = merchant;
-      return { ...req, method: 'POST', path: '/options', headers: merchant.json, body: quoteBody(merchant.warehouseId) };
+      return { ...req, method: 'POST', path: '/options', headers: merchant.json, body: benchQuoteBody(merchant.warehouseId) };
     };
     const onQuote = (status: number, body: string, context: Record<string, any>) => {
       if (status === 201) quotes.push({ id: JSON.parse(body).id, merchant: context.merchant });
@@ -652,7 +635,7 @@ async function main(): Promise<void> {
         ...req,
         method: 'POST',
         path: '/transfer',
-        body: transferBody(quote.id),
+        body: benchTransferBody(quote.id),
         headers: idempotent ? { ...headers, 'idempotency-key': randomUUID() } : headers,
       };
     };

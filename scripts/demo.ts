@@ -1,10 +1,3 @@
-// `npm run demo`: the whole merchant flow against a real server, on a throw-away SQLite database.
-// Starts `mds serve` as a child process, creates a merchant with the operator CLI, then walks
-// token -> warehouse -> options -> transfer -> lookup over HTTP with the merchant SDK (packages/sdk,
-// whose debug hooks print each exchange, secrets masked), a courier (raw fetch) takes the delivery from
-// accept to delivery, a second delivery is cancelled and refunded, and prints every exchange.
-// Secrets and tokens are masked in everything printed. Exits non-zero if any step fails.
-import { type ChildProcess, execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +5,7 @@ import { join } from 'node:path';
 import { styleText } from 'node:util';
 import { MerchantDeliveryClient, MerchantDeliveryError, type RequestEvent, type ResponseEvent } from '../packages/sdk/src/index.ts';
 import { formatMinor } from '../src/lib/money.ts';
-import { freePort, MDS_BIN, type ServerChild, ServerStartError, startServer, stopChild } from './lib/server-process.ts';
+import { freePort, runMds, type ServerChild, ServerStartError, startServer, stopCommands } from './lib/server-process.ts';
 
 const OPENING_BALANCE = '5000';
 const TOTAL_STEPS = 17;
@@ -65,16 +58,11 @@ class StepFailed extends Error {}
 
 // ---- the operator CLI ----
 
-function cli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   print(`${green('$')} mds ${args.map((a) => (/\s/.test(a) ? `"${a}"` : a)).join(' ')}`);
-  return new Promise((ok, fail) => {
-    const child = execFile(process.execPath, [MDS_BIN, ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
-      running.delete(child);
-      if (err) fail(new StepFailed(`mds ${args[0]} ${args[1]} failed: ${stderr || err.message}`));
-      else ok(stdout);
-    });
-    running.add(child);
-  });
+  const r = await runMds(args, env, 30_000);
+  if (r.code !== 0) throw new StepFailed(`mds ${args[0]} ${args[1]} failed: ${r.stderr || `exit ${r.code}`}`);
+  return r.stdout;
 }
 
 // ---- HTTP ----
@@ -353,12 +341,10 @@ async function demo(tmp: string): Promise<void> {
 }
 
 let server: ServerChild | undefined;
-/** CLI commands still running (stopped on Ctrl-C, so none writes into the temp dir after it is removed). */
-const running = new Set<ChildProcess>();
 const tmp = mkdtempSync(join(tmpdir(), 'mds-demo-'));
 const cleanup = async () => {
   // SIGTERM (graceful: the server finishes in-flight requests and closes the database), SIGKILL after 5 s.
-  await Promise.all([server?.stop(5_000), ...[...running].map((child) => stopChild(child, 5_000))]);
+  await Promise.all([server?.stop(5_000), stopCommands(5_000)]);
   rmSync(tmp, { recursive: true, force: true });
 };
 process.once('SIGINT', () => {

@@ -1,7 +1,7 @@
 // The service as a child process (`node bin/mds.js serve`): spawn it, keep its output, wait until it
 // listens, stop it. Shared by `npm run demo`, `npm run bench` and the tests that need a real server
 // (test/helpers/server-process.ts).
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -189,4 +189,34 @@ export function startServer(opts: ServerOptions): ServerChild {
       return exited;
     },
   };
+}
+
+export interface MdsResult {
+  /** The exit code; null when a signal (or the timeout) ended it. */
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `mds` commands still running: killed with the rest on exit (onto Ctrl-C in the demo and bench too). */
+const commands = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of commands) child.kill('SIGKILL');
+});
+
+/** Runs one `mds ARGS` command to its end (env is its whole environment); never rejects on a non-zero exit. */
+export function runMds(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<MdsResult> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [MDS_BIN, ...args], { env, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      commands.delete(child);
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : null) : 0;
+      resolve({ code, stdout, stderr: stderr || (err && code === null ? err.message : '') });
+    });
+    commands.add(child);
+  });
+}
+
+/** Stops every `mds` command runMds started that still runs (SIGTERM, SIGKILL after timeoutMs). */
+export async function stopCommands(timeoutMs = 5000): Promise<void> {
+  await Promise.all([...commands].map((child) => stopChild(child, timeoutMs)));
 }

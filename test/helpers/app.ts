@@ -184,19 +184,7 @@ export function describeEachStore(
   }
 }
 
-/** A valid warehouse body; override fields as needed. */
-export function warehouseBody(overrides: Record<string, unknown> = {}) {
-  return {
-    name: 'Main warehouse',
-    nameInt: 'main-warehouse',
-    status: 'ACTIVE',
-    address: 'Tverskaya St 1, Moscow',
-    contactPhone: '+7 495 000-00-00',
-    contactEmail: 'warehouse@example.com',
-    locationMetadata: { display_name: 'Tverskaya St 1, Moscow', lat: 55.7575, lng: 37.6136, city: 'Moscow', country_code: 'ru' },
-    ...overrides,
-  };
-}
+export { warehouseBody } from '../../scripts/lib/fixtures.ts';
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 export const ISO_MS_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

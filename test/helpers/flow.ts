@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { type Merchant, type TestApp, warehouseBody } from './app.ts';
+import { quoteBody, transferBody, WAREHOUSE_META, warehouseBody } from '../../scripts/lib/fixtures.ts';
+import type { Merchant, TestApp } from './app.ts';
+
+export { DESTINATION, quoteBody, RECIPIENT, transferBody, WAREHOUSE_META } from '../../scripts/lib/fixtures.ts';
 
 /** The merchant flow shared by the transfer and lifecycle suites: a warehouse, quotes, transfers, money checks. */
 
-/** A warehouse on the equator at 0,0; destinations along the equator have hand-computable distances. */
-export const WAREHOUSE_META = { display_name: 'Null Island 1', lat: 0, lng: 0, city: 'Gulf', country_code: 'xx' };
-export const DESTINATION = { lat: 0, lng: 0.1, display_name: 'Destination 5', city: 'Gulf' }; // 11 120 m
-export const RECIPIENT = { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' };
 export const STANDARD_PRICE = '516.00'; // see pricing.test.ts
 export const STANDARD_MINOR = 51_600;
 
@@ -22,26 +21,10 @@ export async function setup(t: TestApp, balance = '5000', mode: 'live' | 'sandbo
   return { m, w };
 }
 
-export function quoteBody(warehouseId: string, overrides: Record<string, unknown> = {}) {
-  return {
-    destinationLocation: DESTINATION,
-    warehouseId,
-    parcelSize: 'SMALL',
-    isFragile: false,
-    isPerishable: false,
-    deliveryType: 'DOOR_TO_DOOR',
-    ...overrides,
-  };
-}
-
 export async function quote(t: TestApp, m: Merchant, warehouseId: string, overrides: Record<string, unknown> = {}) {
   const res = await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(warehouseId, overrides) });
   assert.equal(res.statusCode, 201, res.body);
   return res.json();
-}
-
-export function transferBody(quoteId: string, overrides: Record<string, unknown> = {}) {
-  return { matchmakingId: quoteId, productKey: 'standard', description: 'Two books', recipientInfo: RECIPIENT, ...overrides };
 }
 
 /** Balance, ledger and the invariant that ties them: balance = sum(ledger) >= 0. */

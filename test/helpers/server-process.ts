@@ -1,11 +1,11 @@
-import { spawn } from 'node:child_process';
-import { MDS_BIN, type ServerChild, startServer } from '../../scripts/lib/server-process.ts';
+import { moscowQuoteBody, transferBody, warehouseBody } from '../../scripts/lib/fixtures.ts';
+import { runMds, type ServerChild, startServer } from '../../scripts/lib/server-process.ts';
 import { loadConfig } from '../../src/config.ts';
 import { type Database, openDatabase } from '../../src/db/database.ts';
 import { systemClock } from '../../src/lib/clock.ts';
 import { parseMajorAmount } from '../../src/lib/money.ts';
 import { createServices, type Services } from '../../src/services.ts';
-import { TEST_SIGNING_KEYS, warehouseBody } from './app.ts';
+import { TEST_SIGNING_KEYS } from './app.ts';
 import { checkFetchResponse } from './contract.ts';
 import { migrateForTest } from './stores.ts';
 
@@ -165,31 +165,14 @@ export class ApiClient {
   }
   /** POST /options from the warehouse; i moves the destination so prices differ. */
   options(warehouseId: string, i = 0, opts: Omit<RequestOptions, 'token' | 'body'> = {}): Promise<HttpResult> {
-    return this.request('POST', '/options', { ...opts, body: quoteBody(warehouseId, i) });
+    return this.request('POST', '/options', { ...opts, body: moscowQuoteBody(warehouseId, i) });
   }
   transfer(quoteId: string, productKey = 'standard', opts: Omit<RequestOptions, 'token' | 'body'> = {}): Promise<HttpResult> {
-    return this.request('POST', '/transfer', { ...opts, body: transferBody(quoteId, productKey) });
+    return this.request('POST', '/transfer', { ...opts, body: transferBody(quoteId, { productKey }) });
   }
 }
 
-/** A POST /options body ~2 to 12 km from the default test warehouse (Tverskaya St, Moscow). */
-export function quoteBody(warehouseId: string, i = 0) {
-  return {
-    destinationLocation: { lat: 55.7575 - 0.001 * (i % 90) - 0.01, lng: 37.6136 + 0.001 * (i % 70), display_name: `Destination ${i}, Moscow`, city: 'Moscow' },
-    warehouseId,
-    parcelSize: 'SMALL',
-    deliveryType: 'DOOR_TO_DOOR',
-  };
-}
-
-export function transferBody(quoteId: string, productKey = 'standard') {
-  return {
-    matchmakingId: quoteId,
-    productKey,
-    description: 'Two books',
-    recipientInfo: { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' },
-  };
-}
+export { moscowQuoteBody as quoteBody, transferBody } from '../../scripts/lib/fixtures.ts';
 
 /** The payable amount of a quote's product, in minor units. */
 export function payableMinor(quote: any, productKey = 'standard'): number {
@@ -219,24 +202,16 @@ export async function openStore(env: Record<string, string>, poolSize = 4): Prom
 
 /** Runs `node bin/mds.js ARGS --json` against the env's store; resolves with its parsed output. */
 export async function cli(env: Record<string, string>, args: string[]): Promise<{ code: number | null; output: any; stderr: string }> {
-  const child = spawn(process.execPath, [MDS_BIN, ...args, '--json'], {
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => {
-    out += c;
-  });
-  child.stderr.setEncoding('utf8').on('data', (c: string) => {
-    err += c;
-  });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  let output: unknown = out;
+  const { code, stdout, stderr } = await runMds(
+    [...args, '--json'],
+    { PATH: process.env.PATH ?? '', NODE_ENV: 'production', TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS, ...env },
+    0,
+  );
+  let output: unknown = stdout;
   try {
-    output = JSON.parse(out);
+    output = JSON.parse(stdout);
   } catch {}
-  return { code, output, stderr: err };
+  return { code, output, stderr };
 }
 
 /** Runs tasks with at most `limit` in flight; results in task order. */

@@ -175,7 +175,7 @@ class Transfer implements Command {
     const mm = model.merchants[this.m];
     const owner = model.merchants[this.foreign ? 1 - this.m : this.m];
     const quote = pick(owner.quotes, this.q)!;
-    const res = await api(real, mm.token, 'POST', '/transfer', transferBody(quote.id, this.productKey));
+    const res = await api(real, mm.token, 'POST', '/transfer', transferBody(quote.id, { productKey: this.productKey }));
     outcome(real, 'Transfer', res.status);
     const product = Object.hasOwn(quote.products, this.productKey) ? quote.products[this.productKey] : undefined;
     const warehouse = owner.warehouses.find((w) => w.id === quote.warehouseId)!;
