@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { startScheduler } from '../src/background/scheduler.ts';
 import { describeEachStore } from './helpers/app.ts';
 import { createMerchantUser, WebClient } from './helpers/people.ts';
 
@@ -105,6 +106,29 @@ describeEachStore('dashboard login and sessions', (ctx) => {
     t.clock.advance(30 * 60_000);
     assert.equal(await alive(), false);
     assert.equal((await web.get('/dashboard/account')).statusCode, 303);
+  });
+
+  test('expired sessions are deleted by the scheduler, live ones kept', async () => {
+    const t = ctx();
+    const m = await t.merchant();
+    const old = await createMerchantUser(t.app, { merchantId: m.merchantId, email: 'old@example.com' });
+    const fresh = await createMerchantUser(t.app, { merchantId: m.merchantId, email: 'fresh@example.com' });
+    const oldWeb = new WebClient(t.app);
+    await oldWeb.login(old.email, old.password);
+    t.clock.advance(20 * 60_000);
+    const freshWeb = new WebClient(t.app);
+    await freshWeb.login(fresh.email, fresh.password);
+    t.clock.advance(11 * 60_000); // the first session is 31 min idle, the second 11 min
+    const owners = async () => new Set((await t.database.db.selectFrom('sessions').select('person_id').execute()).map((r) => r.person_id));
+    assert.deepEqual([(await owners()).has(old.id), (await owners()).has(fresh.id)], [true, true]);
+    const scheduler = startScheduler({ ...t.services, intervalMs: 3_600_000, log: { info() {}, error() {} } });
+    try {
+      await scheduler.runOnce();
+    } finally {
+      await scheduler.stop();
+    }
+    assert.deepEqual([(await owners()).has(old.id), (await owners()).has(fresh.id)], [false, true]);
+    assert.equal((await freshWeb.get('/dashboard/account')).statusCode, 200);
   });
 
   test('absolute lifetime: a session used all the time still ends SESSION_ABSOLUTE_HOURS after login', async () => {

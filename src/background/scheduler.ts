@@ -1,4 +1,5 @@
 import { type SchedulerPass, schedulerPassed } from '../lib/channels.ts';
+import type { AccountsService } from '../modules/accounts/service.ts';
 import type { IdempotencyService } from '../modules/idempotency/service.ts';
 import type { QuotesService } from '../modules/quotes/service.ts';
 import type { TransfersService } from '../modules/transfers/service.ts';
@@ -26,6 +27,8 @@ export function startScheduler(opts: {
   transfers: TransfersService;
   idempotency: IdempotencyService;
   quotes: QuotesService;
+  /** Sessions past their idle or absolute lifetime are deleted here (a presented expired session is refused anyway). */
+  accounts?: AccountsService;
   intervalMs: number;
   /**
    * SANDBOX_STEP_SECONDS in ms (0: no automatic steps). When a step is shorter than the interval, the
@@ -47,6 +50,8 @@ export function startScheduler(opts: {
     // Retention in bounded batches: a large backlog is worked off over several passes, never one long statement.
     const purgedIdempotencyKeys = await opts.idempotency.purgeExpired(batch * 5);
     const purgedQuotes = await opts.quotes.purgeExpired(batch * 5);
+    const purgedSessions = (await opts.accounts?.purgeSessions()) ?? 0;
+    if (purgedSessions > 0) opts.log.info({ purgedSessions }, 'deleted expired sessions');
     if (cancelled > 0) opts.log.info({ cancelled }, 'cancelled transfers that found no courier in time');
     if (purgedIdempotencyKeys + purgedQuotes > 0) opts.log.info({ purgedIdempotencyKeys, purgedQuotes }, 'purged records past retention');
     const pass = { cancelled, sandboxSteps, purgedIdempotencyKeys, purgedQuotes };
