@@ -68,7 +68,7 @@ function eventOperation(type: (typeof EVENT_TYPES)[number], i: number) {
     position: 41 + i,
     state: def.state,
     occurredAt,
-    actor: { type: type === 'quote.created' || type === 'transfer.created' ? 'merchant' : 'courier' },
+    actor: { type: type === 'quote.created' || type === 'transfer.created' || type === 'transfer.cancelled' ? 'merchant' : 'courier' },
     data: def.example,
   };
   return operation(`${camel(type)}Webhook`, `${type}: ${def.description}`, payload, { type, timestamp: occurredAt, data: example });

@@ -11816,7 +11816,7 @@ export interface operations {
                  *         "state": "cancelled",
                  *         "occurredAt": "2026-11-21T10:08:00.000Z",
                  *         "actor": {
-                 *           "type": "courier"
+                 *           "type": "merchant"
                  *         },
                  *         "data": {
                  *           "previousState": "inProgress",
