@@ -217,6 +217,49 @@ describe('a slow endpoint does not delay other merchants', () => {
   });
 });
 
+describe('endpoints that never answer, however many, do not hold back one that does', () => {
+  test('40 hanging endpoints with a backlog each; a healthy endpoint registered after them gets its delivery at once', { timeout: 60_000 }, async () => {
+    const t = await createTestApp('sqlite', { WEBHOOK_ALLOW_PRIVATE: 'true' });
+    const hanging = await startReceiver(async (_r, res) => {
+      await sleep(8_000);
+      res.writeHead(200).end();
+    });
+    const fine = await startReceiver();
+    try {
+      // Two merchants with 20 endpoints each (the most a merchant may have), 3 events each: 120 deliveries due.
+      for (let m = 0; m < 2; m++) {
+        const a = await setup(t);
+        for (let i = 0; i < 20; i++) await t.as(a.m, { method: 'POST', url: '/webhook-endpoints', payload: { url: `${hanging.url}/${m}/${i}` } });
+        for (let q = 0; q < 3; q++) await quote(t, a.m, a.w.id);
+      }
+      const b = await setup(t);
+      await t.as(b.m, { method: 'POST', url: '/webhook-endpoints', payload: { url: fine.url } });
+      await quote(t, b.m, b.w.id);
+      const delivery = new WebhookDelivery(t.database.db, t.database.dialect, t.clock, {
+        timeoutMs: 5_000,
+        allowPrivate: true,
+        concurrency: 8,
+        endpointConcurrency: 4,
+      });
+      const started = Date.now();
+      const worker = startWebhookWorker({ delivery, pollIntervalMs: 20, log: quiet });
+      await fine.waitFor(1, 10_000);
+      const ms = Date.now() - started;
+      await sleep(300);
+      const held = hanging.received.length;
+      await worker.stop();
+      // With the shared slots taken four per hanging endpoint, the healthy one waited ~5 waves of 1 s.
+      assert.ok(ms < 500, `the healthy endpoint's delivery took ${ms} ms`);
+      // Each hanging endpoint got one send (not four): 40 sockets held, every endpoint tried.
+      assert.equal(held, 40, `one send per hanging endpoint: ${held}`);
+    } finally {
+      await hanging.close();
+      await fine.close();
+      await t.close();
+    }
+  });
+});
+
 describe('delivery latency, commit to receiver, through `mds serve`', () => {
   test('p50 and p99 over 200 events (written to artifacts/webhook-latency-STORE.json)', { timeout: 90_000 }, async () => {
     const store = await createStore(POSTGRES_URL ? 'postgres' : 'sqlite');

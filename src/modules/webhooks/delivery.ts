@@ -56,8 +56,11 @@ export class WebhookDelivery {
     this.leaseMs = 2 * opts.timeoutMs + 5_000;
   }
 
-  /** Leases up to `limit` due deliveries, respecting the per-endpoint limit given what is already in flight here. */
-  async claim(limit: number, inFlight: ReadonlyMap<string, number> = new Map()): Promise<DeliveryRow[]> {
+  /**
+   * Leases up to `limit` due deliveries, respecting the per-endpoint limit given what is already in flight
+   * here; `admit`, when given, must also accept each one (the worker's budgets, see webhook-worker.ts).
+   */
+  async claim(limit: number, inFlight: ReadonlyMap<string, number> = new Map(), admit?: (endpointId: string) => boolean): Promise<DeliveryRow[]> {
     if (limit <= 0) return [];
     const now = this.#clock.now();
     const cap = this.opts.endpointConcurrency;
@@ -68,6 +71,7 @@ export class WebhookDelivery {
     for (const c of candidates) {
       const n = (inFlight.get(c.endpoint_id) ?? 0) + (taken.get(c.endpoint_id) ?? 0);
       if (n >= cap || ids.length >= limit) continue;
+      if (admit && !admit(c.endpoint_id)) continue;
       taken.set(c.endpoint_id, (taken.get(c.endpoint_id) ?? 0) + 1);
       ids.push(c.id);
     }

@@ -134,7 +134,8 @@ export const webhooksRepository = {
 
   /**
    * Due deliveries to claim: pending, due, not leased (or the lease expired: a crashed worker), on an
-   * enabled endpoint; at most `perEndpoint` per endpoint, oldest due first. Read without locks: the
+   * enabled endpoint; at most `perEndpoint` per endpoint, each endpoint's oldest first and then its next (so one
+   * endpoint's backlog cannot fill a claim ahead of other endpoints' heads). Read without locks: the
    * claim below is what decides who gets a row.
    */
   async dueCandidates(
@@ -155,7 +156,7 @@ export const webhooksRepository = {
           and e.status = 'ENABLED' ${skip}
       ) c
       where rn <= ${perEndpoint}
-      order by next_attempt_at, id
+      order by rn, next_attempt_at, id
       limit ${limit}`.execute(db);
     return r.rows;
   },
