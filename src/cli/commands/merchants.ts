@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { amount, group, leaf, type Output, text, UsageError, withRuntime } from '../context.ts';
+import { amount, cliActor, group, leaf, type Output, text, UsageError, withRuntime } from '../context.ts';
 
 function perMinute(value: string): number {
   const n = Number(value);
@@ -16,7 +16,7 @@ export function merchantsCommands(program: Command, out: Output): void {
     .option('--sandbox', 'a sandbox merchant: play money, transfers driven by a simulated courier')
     .action((o: { name: string; balance?: number; sandbox?: boolean }) =>
       withRuntime(async ({ services }) => {
-        const { merchant, credential } = await services.merchants.create(o.name, o.balance ?? 0, o.sandbox ? 'sandbox' : 'live');
+        const { merchant, credential } = await services.merchants.create(o.name, o.balance ?? 0, o.sandbox ? 'sandbox' : 'live', cliActor());
         out.print(
           [
             `Merchant created: ${merchant.name}${merchant.mode === 'sandbox' ? ' (SANDBOX: play money, simulated courier)' : ''}`,

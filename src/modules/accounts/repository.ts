@@ -33,6 +33,10 @@ export const accountsRepository = {
       .execute();
   },
 
+  async operators(db: Db): Promise<PersonRow[]> {
+    return db.selectFrom('people').selectAll().where('kind', '=', 'operator').orderBy('created_at').orderBy('id').execute();
+  },
+
   async countMerchantAdmins(db: Db, merchantId: string): Promise<number> {
     const r = await db
       .selectFrom('people')

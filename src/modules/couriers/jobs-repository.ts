@@ -69,6 +69,10 @@ export const jobsRepository = {
   },
 
   /** Operators: clears the wrong-code count and the lock. False when there is no such transfer. */
+  async lockState(db: Db, id: string): Promise<{ merchant_id: string; code_attempts: number; locked: number } | undefined> {
+    return db.selectFrom('transfers').select(['merchant_id', 'code_attempts', 'locked']).where('id', '=', id).executeTakeFirst();
+  },
+
   async unlock(db: Db, id: string, at: number): Promise<boolean> {
     const r = await db.updateTable('transfers').set({ code_attempts: 0, locked: 0, updated_at: at }).where('id', '=', id).executeTakeFirst();
     return r.numUpdatedRows > 0n;
