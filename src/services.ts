@@ -66,9 +66,9 @@ export function createServices({ config, database, clock, signingKeys }: Service
     cacheTtlMs: config.authCacheTtlMs,
     findClient: (clientId) => findClient(db, clientId),
   });
-  const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId));
-  const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
   const audit = new AuditService(db, clock);
+  const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId), audit);
+  const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
   const tariffs = new TariffsService(db, clock, audit);
   const transfers = new TransfersService(db, clock, {
     audit,
@@ -102,7 +102,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
       onCredentialChange: (clientId) => auth.forget(clientId),
       audit,
     }),
-    webhooks: new WebhooksService(db, clock, { allowPrivate: config.webhookAllowPrivate }),
+    webhooks: new WebhooksService(db, clock, { allowPrivate: config.webhookAllowPrivate, audit }),
     webhookDelivery: new WebhookDelivery(db, database.dialect, clock, {
       timeoutMs: config.webhookTimeoutMs,
       allowPrivate: config.webhookAllowPrivate,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { group, leaf, type Output, text, withRuntime } from '../context.ts';
+import { cliActor, group, leaf, type Output, text, withRuntime } from '../context.ts';
 
 export function credentialsCommands(program: Command, out: Output): void {
   const credentials = group(program, 'credentials', "merchants' client credentials");
@@ -29,9 +29,10 @@ export function credentialsCommands(program: Command, out: Output): void {
 
   leaf(credentials, 'revoke', 'disable: its tokens fail with CREDENTIALS_REVOKED')
     .argument('<clientId>')
-    .action((clientId: string) =>
+    .option('--reason <text>', 'why (the audit log keeps it)', text)
+    .action((clientId: string, o: { reason?: string }) =>
       withRuntime(async ({ services }) => {
-        await services.credentials.revoke(clientId);
+        await services.credentials.revoke(clientId, cliActor(), o.reason);
         out.print(`Revoked ${clientId}`, { clientId, status: 'REVOKED' });
       }),
     );

@@ -64,14 +64,13 @@ export interface AuditQuery {
   limit?: number;
 }
 
-const CONTROL_CHARACTERS = new RegExp('[\\u0000-\\u001f\\u007f]+', 'g');
-
 /** Reasons are required for every operator action: at least a few characters, one line of at most 500. */
 export function checkReason(reason: string | undefined | null): string {
   const r = String(reason ?? '').trim();
   if (r.length < 3) throw new AppError('VALIDATION_FAILED', 'Give a reason (at least 3 characters): it goes into the audit log');
   if (r.length > 500) throw new AppError('VALIDATION_FAILED', 'The reason must be at most 500 characters');
-  return r.replace(CONTROL_CHARACTERS, ' ');
+  // Control characters (line breaks, tabs...) become spaces: a reason is one line.
+  return [...r].map((c) => (c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127 ? ' ' : c)).join('');
 }
 
 export class AuditService {

@@ -148,6 +148,41 @@ export class CouriersService {
     return view(row);
   }
 
+  /**
+   * The fleet as operators see it: every courier with its last position and current jobs, and the live
+   * jobs still waiting for a courier (at most 500 of each).
+   */
+  async fleet(): Promise<{
+    couriers: Array<CourierView & { position: { lat: number; lng: number; at: string } | null; jobs: Array<{ transferId: string; state: TransferState }> }>;
+    openJobs: Array<{ transferId: string; pickup: { lat: number; lng: number }; createdAt: string }>;
+  }> {
+    const [rows, active, open] = await Promise.all([
+      couriersRepository.list(this.#db),
+      jobsRepository.allActiveJobs(this.#db, 500),
+      jobsRepository.openJobs(this.#db, 500),
+    ]);
+    const jobs = new Map<string, Array<{ transferId: string; state: TransferState }>>();
+    for (const t of active) {
+      const list = jobs.get(t.courier_id!) ?? [];
+      list.push({ transferId: t.id, state: t.state });
+      jobs.set(t.courier_id!, list);
+    }
+    return {
+      couriers: rows.map((r) => ({
+        ...view(r),
+        position: r.lat !== null && r.lng !== null && r.location_at !== null ? { lat: r.lat, lng: r.lng, at: iso(r.location_at) } : null,
+        jobs: jobs.get(r.id) ?? [],
+      })),
+      openJobs: open.map((t) => ({ transferId: t.id, pickup: { lat: t.pickup_lat, lng: t.pickup_lng }, createdAt: iso(t.created_at) })),
+    };
+  }
+
+  /** Whether a job is locked after too many wrong codes (the console's unlock button). */
+  async lockStateOf(transferId: string): Promise<{ locked: boolean; codeAttempts: number }> {
+    const r = await jobsRepository.lockState(this.#db, transferId);
+    return { locked: r?.locked === 1, codeAttempts: r?.code_attempts ?? 0 };
+  }
+
   /** Clears a job's wrong-code count and lock (audited). */
   async unlock(transferId: string, by?: OperatorActor, reason?: string): Promise<void> {
     const why = reason === undefined ? null : checkReason(reason);

@@ -6,6 +6,7 @@ import { AppError } from '../../lib/errors.ts';
 import { parseDecimal } from '../../lib/money.ts';
 import { compileStrict } from '../../lib/validation.ts';
 import { type AuditService, checkReason, type OperatorActor } from '../audit/service.ts';
+import { type PricedProduct, type PricingInput, priceAll } from './pricing.ts';
 import { TariffDocument } from './schemas.ts';
 
 const DEFAULT_TARIFF = JSON.parse(readFileSync(new URL('./default-tariff.json', import.meta.url), 'utf8')) as TariffDocument;
@@ -59,6 +60,28 @@ export class TariffsService {
     const row = await db.selectFrom('tariffs').select(['version', 'document']).where('version', '=', latest.version).executeTakeFirstOrThrow();
     this.#cached = { version: row.version, document: JSON.parse(row.document) };
     return this.#cached;
+  }
+
+  /**
+   * What a sample request would be quoted under the tariff in force and under a proposed document
+   * (validated as set() validates it), per product, before an operator saves it.
+   */
+  async preview(
+    document: unknown,
+    sample: PricingInput,
+  ): Promise<{ metres: number; products: Array<{ key: string; name: string; current: PricedProduct | null; proposed: PricedProduct | null }> }> {
+    const proposed = priceAll(this.validate(document), sample);
+    const current = priceAll((await this.current()).document, sample);
+    const keys = [...new Set([...Object.keys(current.products), ...Object.keys(proposed.products)])];
+    return {
+      metres: proposed.metres,
+      products: keys.map((key) => ({
+        key,
+        name: proposed.products[key]?.name ?? current.products[key]?.name ?? key,
+        current: current.products[key] ?? null,
+        proposed: proposed.products[key] ?? null,
+      })),
+    };
   }
 
   /** Validates and stores a new version (audited with the operator and reason in the same transaction); an invalid document changes nothing. */

@@ -354,6 +354,13 @@ export class TransfersService {
     return (await eventsRepository.forTransfer(this.#db, row.merchant_id, id)).map(toEvent);
   }
 
+  /** Operators: the timeline with who made each change (a courier's id, an operator's person id, or "cli:<machine user>"). */
+  async eventsWithActors(id: string): Promise<Array<Event & { actorId: string | null }>> {
+    const row = await transfersRepository.findAny(this.#db, id);
+    if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
+    return (await eventsRepository.forTransfer(this.#db, row.merchant_id, id)).map((e) => ({ ...toEvent(e), actorId: e.actor_id }));
+  }
+
   /** Newest first, filtered; merchantId undefined lists every merchant's (operators). */
   async list(merchantId: string | undefined, query: TransferListQuery): Promise<TransferPage> {
     const limit = query.limit ?? 50;
@@ -376,7 +383,18 @@ export class TransfersService {
    * code (or the tracking URL) or the recipient's phone in any spacing; one merchant's transfers, or
    * (merchantId undefined: the operator console) every merchant's, where the transfer code also matches.
    */
-  async search(merchantId: string | undefined, query: TransferSearch): Promise<TransferPage> {
+  async search(merchantId: string, query: TransferSearch): Promise<TransferPage> {
+    const { rows, nextCursor } = await this.#search(merchantId, query);
+    return { items: rows.map(this.#toTransfer), ...(nextCursor ? { nextCursor } : {}) };
+  }
+
+  /** The console's search: every merchant's transfers (the transfer code matches too), each with its merchant. */
+  async searchAny(query: TransferSearch & { merchantId?: string }): Promise<{ items: Array<Transfer & { merchantId: string }>; nextCursor?: string }> {
+    const { rows, nextCursor } = await this.#search(query.merchantId, query);
+    return { items: rows.map((r) => ({ ...this.#toTransfer(r), merchantId: r.merchant_id })), ...(nextCursor ? { nextCursor } : {}) };
+  }
+
+  async #search(merchantId: string | undefined, query: TransferSearch): Promise<{ rows: TransferRow[]; nextCursor?: string }> {
     const errors: { path: string; message: string }[] = [];
     if (query.state !== undefined && !(TRANSFER_STATES as readonly string[]).includes(query.state)) {
       errors.push({ path: '/state', message: `must be one of ${TRANSFER_STATES.join(', ')}` });
@@ -398,7 +416,7 @@ export class TransfersService {
     });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { items: page.map(this.#toTransfer), ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}) };
+    return { rows: page, ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}) };
   }
 
   /**
