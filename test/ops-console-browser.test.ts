@@ -182,7 +182,9 @@ for (const store of STORES) {
       assertNoProblems(f.problems);
     });
 
-    test("a merchant user's session is refused on every /ops/ page; an operator's on /dashboard/", { timeout: 120_000 }, async () => {
+    test("a merchant user's session is refused on every /ops/ page; an operator's on /dashboard/ unless viewing as the merchant (read-only)", {
+      timeout: 120_000,
+    }, async () => {
       const { t, base } = env;
       const { m } = await setup(t);
       const user = await createMerchantUser(t.app, { merchantId: m.merchantId, role: 'admin' });
@@ -198,6 +200,20 @@ for (const store of STORES) {
         assert.equal((await opPage.page.goto(`${base}${p}`))?.status(), 403, p);
       }
       await assertAccessible(opPage.page, 'the refusal page');
+      // Unless viewing as the merchant: read-only, with a banner to stop.
+      await opPage.page.goto(`${base}/ops/merchants/${m.merchantId}`);
+      await Promise.all([
+        opPage.page.waitForURL(/\/dashboard\/deliveries$/),
+        opPage.page.getByRole('button', { name: 'View as merchant (read-only)' }).click(),
+      ]);
+      await opPage.page.getByRole('region', { name: 'Viewing as merchant' }).waitFor();
+      await assertAccessible(opPage.page, 'the dashboard viewed as the merchant');
+      await screenshots(opPage.page, 'view-as', 'ops');
+      await Promise.all([
+        opPage.page.waitForURL(new RegExp(`/ops/merchants/${m.merchantId}$`)),
+        opPage.page.getByRole('button', { name: 'Stop viewing, back to the console' }).click(),
+      ]);
+      assert.equal((await opPage.page.goto(`${base}/dashboard/deliveries`))?.status(), 403);
     });
   });
 }

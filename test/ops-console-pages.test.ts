@@ -250,6 +250,32 @@ describeEachStore(
       assert.equal((await t.as(m, { method: 'GET', url: '/balance' })).json().balance, 5000);
     });
 
+    test("view as merchant: an operator reads the merchant's dashboard (audited), every change there is refused, and stopping closes it again", async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      const tr = await paidTransfer(t, m, w.id);
+      const support = await as(t, 'support');
+      await support.get(`/ops/merchants/${m.merchantId}`);
+      const start = await support.post(`/ops/merchants/${m.merchantId}/view-as`);
+      assert.equal(start.statusCode, 303);
+      assert.equal(start.headers.location, '/dashboard/deliveries');
+      const list = await support.get('/dashboard/deliveries');
+      assert.equal(list.statusCode, 200);
+      assert.ok(list.body.includes(`/dashboard/deliveries/${tr.id}`), "the merchant's deliveries");
+      assert.match(list.body, /viewing this merchant's dashboard <strong>read-only<\/strong>/);
+      assert.equal((await support.get(`/dashboard/deliveries/${tr.id}`)).statusCode, 200);
+      assert.equal((await support.get('/dashboard/balance')).statusCode, 200);
+      const cancel = await support.post(`/dashboard/deliveries/${tr.id}/cancel`, { reason: 'CUSTOMER_REQUESTED' });
+      assert.equal(cancel.statusCode, 403);
+      assert.equal((await t.as(m, { method: 'GET', url: `/transfer/${tr.id}` })).json().state, 'inProgress');
+      const [entry] = (await t.services.audit.search({ action: 'merchant.view_as', subjectId: m.merchantId })).items;
+      assert.equal(entry.operator.label, 'Support Person (support)');
+      const stop = await support.post('/ops/merchants/view-as/stop');
+      assert.equal(stop.statusCode, 303);
+      assert.equal((await support.get('/dashboard/deliveries')).statusCode, 403);
+      assert.equal((await support.get('/ops/transfers')).statusCode, 200);
+    });
+
     test('CSRF: an action without the token (or with a wrong one) is refused and changes nothing', async () => {
       const t = ctx();
       const m = await t.merchant('CSRF shop', '1');

@@ -243,6 +243,8 @@ export interface SessionsTable {
   expires_at: number;
   ip: string | null;
   user_agent: string | null;
+  /** An operator's session "viewing as" this merchant: the dashboard opens read-only for it. */
+  view_as_merchant_id?: string | null;
 }
 
 export interface OneTimeLinksTable {

@@ -6,6 +6,7 @@ import type { Dialect } from '../types.ts';
 // when, what, the reason and the state before and after. Append-only: triggers refuse UPDATE and
 // DELETE on both stores, so no code path (and no stray SQL) can rewrite history.
 // Ledger entries made by a person name them (created_by), so the ledger shows which operator topped up.
+// An operator's session may view one merchant's dashboard read-only (sessions.view_as_merchant_id).
 export function operatorConsole(dialect: Dialect) {
   const int64 = dialect === 'postgres' ? 'bigint' : 'integer';
   return {
@@ -31,6 +32,8 @@ export function operatorConsole(dialect: Dialect) {
       await db.schema.createIndex('audit_log_subject_idx').on('audit_log').columns(['subject_type', 'subject_id', 'occurred_at']).execute();
       await db.schema.createIndex('audit_log_operator_idx').on('audit_log').columns(['operator_id', 'occurred_at']).execute();
       await db.schema.alterTable('ledger_entries').addColumn('created_by', 'text').execute();
+      // "View as merchant": an operator's session may open one merchant's dashboard, read-only.
+      await db.schema.alterTable('sessions').addColumn('view_as_merchant_id', 'text').execute();
       if (dialect === 'postgres') {
         await sql`create function audit_log_append_only() returns trigger language plpgsql as $$
           begin raise exception 'audit_log is append-only'; end $$`.execute(db);

@@ -70,6 +70,10 @@ export const accountsRepository = {
     return person ? { session, person } : undefined;
   },
 
+  async setViewAs(db: Db, idHash: string, merchantId: string | null): Promise<void> {
+    await db.updateTable('sessions').set({ view_as_merchant_id: merchantId }).where('id_hash', '=', idHash).execute();
+  },
+
   async touchSession(db: Db, idHash: string, now: number): Promise<void> {
     await db.updateTable('sessions').set({ last_seen_at: now }).where('id_hash', '=', idHash).execute();
   },

@@ -40,7 +40,17 @@ export const MERCHANT_ROLES: readonly MerchantRole[] = ['admin', 'employee'];
 
 /** The person on a web request (the web layer contract). `sessionId` is the session's public id (its hash), never the cookie. */
 export type Person =
-  | { kind: 'merchant'; id: string; merchantId: string; role: MerchantRole; email: string; name: string; sessionId: string }
+  | {
+      kind: 'merchant';
+      id: string;
+      merchantId: string;
+      role: MerchantRole;
+      email: string;
+      name: string;
+      sessionId: string;
+      /** An operator viewing the merchant's dashboard: every page reads, no action is allowed. */
+      viewAs?: { operatorName: string; merchantName?: string };
+    }
   | { kind: 'operator'; id: string; role: OperatorRole; email: string; name: string; sessionId: string }
   | { kind: 'courier'; id: string; courierId: string; phone: string; name: string; sessionId: string };
 
@@ -481,6 +491,20 @@ export class AccountsService {
       found.session.last_seen_at = now;
     }
     return found;
+  }
+
+  /**
+   * "View as merchant": an operator's session opens that merchant's dashboard read-only (null stops).
+   * Who looked at which merchant goes into the audit log.
+   */
+  async setViewAs(sessionId: string, by: OperatorActor, merchantId: string | null): Promise<void> {
+    await inTransaction(this.#db, async (trx) => {
+      if (merchantId !== null && !(await merchantsRepository.find(trx, merchantId))) throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
+      await accountsRepository.setViewAs(trx, sessionId, merchantId);
+      if (merchantId !== null) {
+        await this.#audit?.record(trx, by, { action: 'merchant.view_as', subjectType: 'merchant', subjectId: merchantId, merchantId });
+      }
+    });
   }
 
   async endSession(cookie: string): Promise<void> {

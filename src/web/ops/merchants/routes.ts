@@ -119,7 +119,7 @@ export async function opsMerchantsPages(app: FastifyInstance): Promise<void> {
         credentials: credentials.map((c) => ({ clientId: c.clientId, status: c.status, created: timeView(c.createdAt) })),
         canTopUp: may(request, CAN.finance),
         canAdmin: may(request, CAN.admin),
-        canViewAs: false, // view as merchant: not built yet (see README)
+        canViewAs: true,
         error,
       },
       status,
@@ -127,6 +127,18 @@ export async function opsMerchantsPages(app: FastifyInstance): Promise<void> {
   }
 
   app.get<{ Params: { id: string } }>('/:id', async (request, reply) => merchantPage(request, reply, request.params.id));
+
+  // "View as merchant": this session opens the merchant's dashboard read-only until stopped (every operator may look; audited).
+  app.post('/view-as/stop', async (request, reply) => {
+    const merchantId = request.webSession?.row.view_as_merchant_id;
+    await s.accounts.setViewAs(request.webSession!.id, actorOf(request), null);
+    return redirectWithFlash(reply, merchantId ? `/ops/merchants/${merchantId}` : '/ops/merchants', 'You stopped viewing as the merchant.');
+  });
+
+  app.post<{ Params: { id: string } }>('/:id/view-as', async (request, reply) => {
+    await s.accounts.setViewAs(request.webSession!.id, actorOf(request), request.params.id);
+    return reply.redirect('/dashboard/deliveries', 303);
+  });
 
   app.post<{ Params: { id: string } }>('/:id/top-up', { preHandler: requirePerson('operator', CAN.finance) }, async (request, reply) => {
     const id = request.params.id;
