@@ -347,6 +347,15 @@ describeEachStore(
         ['Finance Person (finance)', 'merchant.top_up', 'Goodwill credit'],
         [`cli (${userInfo().username})`, 'merchant.top_up', 'Invoice 77 paid'],
       ]);
+      const financeId = operators.get(`${t.store.name}:finance`)!.id;
+      const byOperator = await admin.get(`/ops/audit?q=${m.merchantId}&operator=${financeId}`);
+      assert.ok(byOperator.body.includes('Goodwill credit'));
+      assert.ok(!byOperator.body.includes('Invoice 77 paid'));
+      const tomorrow = new Date(t.clock.now() + 86_400_000).toISOString().slice(0, 10);
+      assert.equal((await admin.get(`/ops/audit?q=${m.merchantId}&from=${tomorrow}`)).body.match(/data-label="Who"/g), null, 'nothing from tomorrow on');
+      const badDate = await admin.get('/ops/audit?from=yesterday');
+      assert.equal(badDate.statusCode, 400);
+      assert.match(formError(badDate.body) ?? '', /From must be a date/);
       const byReason = await admin.get('/ops/audit?q=goodwill');
       assert.ok(byReason.body.includes('Goodwill credit'));
       assert.ok(!byReason.body.includes('Invoice 77 paid'));

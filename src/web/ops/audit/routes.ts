@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { refusalMessage, type TimeView, timeView } from '../../dashboard/format.ts';
+import { dateStart, refusalMessage, type TimeView, timeView } from '../../dashboard/format.ts';
 import { queryParam } from '../../forms.ts';
 import { render } from '../../render.ts';
 import { requirePerson } from '../../session.ts';
@@ -10,6 +10,8 @@ import { CAN } from '../operator.ts';
 export interface OpsAuditView {
   title: string;
   q: string;
+  filters: { from: string; to: string; tz: string; operator: string };
+  operators: Array<{ id: string; label: string }>;
   rows: Array<{ at: TimeView; who: string; action: string; subject: string; subjectHref: string | null; reason: string; before: string; after: string }>;
   nextHref: string | null;
   error: string | null;
@@ -22,11 +24,25 @@ export async function opsAuditPages(app: FastifyInstance): Promise<void> {
 
   app.get('/', async (request, reply) => {
     const q = queryParam(request, 'q').slice(0, 200);
+    const filters = {
+      from: queryParam(request, 'from'),
+      to: queryParam(request, 'to'),
+      tz: queryParam(request, 'tz'),
+      operator: queryParam(request, 'operator'),
+    };
+    const operators = (await app.services.accounts.listOperators()).map((p) => ({ id: p.id, label: `${p.name} (${p.role})` }));
     let rows: OpsAuditView['rows'] = [];
     let nextHref: string | null = null;
     let error: string | null = null;
     try {
-      const page = await app.services.audit.search({ q, cursor: queryParam(request, 'cursor') || undefined, limit: 50 });
+      const page = await app.services.audit.search({
+        q,
+        operatorId: operators.some((o) => o.id === filters.operator) ? filters.operator : undefined,
+        from: filters.from ? dateStart(filters.from, filters.tz, 'From') : undefined,
+        to: filters.to ? dateStart(filters.to, filters.tz, 'To', true) : undefined,
+        cursor: queryParam(request, 'cursor') || undefined,
+        limit: 50,
+      });
       rows = page.items.map((e) => ({
         at: timeView(e.occurredAt),
         who: e.operator.label,
@@ -37,10 +53,10 @@ export async function opsAuditPages(app: FastifyInstance): Promise<void> {
         before: e.before === null ? '' : JSON.stringify(e.before).slice(0, 400),
         after: e.after === null ? '' : JSON.stringify(e.after).slice(0, 400),
       }));
-      if (page.nextCursor) nextHref = `/ops/audit?${new URLSearchParams({ q, cursor: page.nextCursor })}`;
+      if (page.nextCursor) nextHref = `/ops/audit?${new URLSearchParams({ q, ...filters, cursor: page.nextCursor })}`;
     } catch (err) {
       error = refusalMessage(err);
     }
-    return render<OpsAuditView>(reply, 'ops/audit/audit.eta', { title: 'Audit log', q, rows, nextHref, error }, error ? 400 : 200);
+    return render<OpsAuditView>(reply, 'ops/audit/audit.eta', { title: 'Audit log', q, filters, operators, rows, nextHref, error }, error ? 400 : 200);
   });
 }
