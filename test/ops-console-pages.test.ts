@@ -276,6 +276,28 @@ describeEachStore(
       assert.equal((await support.get('/ops/transfers')).statusCode, 200);
     });
 
+    test('unknown or malformed ids answer the 404 page; hostile text stays text', async () => {
+      const t = ctx();
+      const web = await as(t, 'admin');
+      for (const p of [
+        '/ops/transfers/not-an-id',
+        '/ops/transfers/01a2005a-1c4f-7b5d-8e3f-6c7d8e9fa0b1',
+        '/ops/merchants/x%27%3B--',
+        '/ops/webhooks/nope',
+        '/ops/nothing-here',
+      ]) {
+        const res = await web.get(p);
+        assert.equal(res.statusCode, 404, p);
+      }
+      const m = await t.merchant('<img src=x onerror=alert(1)>', '0');
+      const page = await web.get(`/ops/merchants/${m.merchantId}`);
+      assert.ok(!page.body.includes('<img src=x'));
+      assert.ok(page.body.includes('&lt;img src=x onerror=alert(1)&gt;'));
+      const search = await web.get('/ops/transfers?q=%3Cscript%3E');
+      assert.equal(search.statusCode, 400);
+      assert.ok(!search.body.includes('<script>'));
+    });
+
     test('CSRF: an action without the token (or with a wrong one) is refused and changes nothing', async () => {
       const t = ctx();
       const m = await t.merchant('CSRF shop', '1');
