@@ -298,6 +298,38 @@ describeEachStore(
       assert.ok(!search.body.includes('<script>'));
     });
 
+    test('couriers: who is online with their jobs; disable (its API refused) and enable with a reason; the map draws online couriers and waiting jobs', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      const tr = await paidTransfer(t, m, w.id);
+      const courier = await t.courier('Lena Online', { lat: 0.01, lng: 0.01 });
+      const support = await as(t, 'support');
+      const list = await support.get('/ops/couriers');
+      assert.match(list.body, /<td data-label="Name">Lena Online<\/td>[\s\S]*?<span class="badge ok">online<\/span>/);
+      const map = await support.get('/ops/map');
+      assert.equal(map.statusCode, 200);
+      assert.match(map.body, /<circle cx="[\d.]+" cy="[\d.]+" r="2.6" class="map-pickup"\/>\s*<text [^>]+>Lena<\/text>/);
+      assert.ok(map.body.includes(`<a href="/ops/transfers/${tr.id}">`), 'the waiting job is listed');
+      assert.match(map.body, /data-refresh="10"/);
+
+      const before = await t.as(courier, { method: 'GET', url: '/courier/status' });
+      assert.equal(before.statusCode, 200);
+      await support.get('/ops/couriers');
+      const disabled = await support.post(`/ops/couriers/${courier.courierId}/disable`, { reason: 'Phone lost, new one tomorrow' });
+      assert.equal(disabled.statusCode, 303);
+      const refused = await t.as(courier, { method: 'GET', url: '/courier/status' });
+      assert.equal(refused.statusCode, 401);
+      assert.equal(refused.json().type, 'CREDENTIALS_REVOKED');
+      await support.get('/ops/couriers');
+      assert.equal((await support.post(`/ops/couriers/${courier.courierId}/enable`, { reason: 'New phone set up' })).statusCode, 303);
+      assert.equal((await t.as(courier, { method: 'GET', url: '/courier/status' })).statusCode, 200);
+      const entries = (await t.services.audit.search({ subjectId: courier.courierId })).items.map((e) => [e.action, e.reason, e.after]);
+      assert.deepEqual(entries, [
+        ['courier.enable', 'New phone set up', { status: 'ACTIVE', online: false }],
+        ['courier.disable', 'Phone lost, new one tomorrow', { status: 'DISABLED', online: false }],
+      ]);
+    });
+
     test('CSRF: an action without the token (or with a wrong one) is refused and changes nothing', async () => {
       const t = ctx();
       const m = await t.merchant('CSRF shop', '1');

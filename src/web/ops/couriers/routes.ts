@@ -38,7 +38,7 @@ export interface OpsMapView {
 
 const REFRESH_SECONDS = 10;
 
-/** Projects points into the drawing's 0..100 box (5 of margin), keeping the map's aspect (longitude scaled by latitude). */
+/** Projects points into the drawing's 0..100 box (10 of margin, room for the names), keeping the map's aspect (longitude scaled by latitude). */
 export function project(points: Array<{ lat: number; lng: number }>): (p: { lat: number; lng: number }) => { x: number; y: number } {
   if (points.length === 0) return () => ({ x: 50, y: 50 });
   const lats = points.map((p) => p.lat);
@@ -49,7 +49,7 @@ export function project(points: Array<{ lat: number; lng: number }>): (p: { lat:
   const maxY = Math.max(...lats);
   const span = Math.max((Math.max(...lngs) - Math.min(...lngs)) * scale, maxY - Math.min(...lats), 0.005);
   const round = (v: number) => Math.round(v * 10) / 10;
-  return (p) => ({ x: round(5 + ((p.lng * scale - minX) / span) * 90), y: round(5 + ((maxY - p.lat) / span) * 90) });
+  return (p) => ({ x: round(10 + ((p.lng * scale - minX) / span) * 80), y: round(10 + ((maxY - p.lat) / span) * 80) });
 }
 
 export async function opsCouriersPages(app: FastifyInstance): Promise<void> {
