@@ -330,6 +330,26 @@ describeEachStore(
       ]);
     });
 
+    test('webhooks: the outbox and every endpoint; an endpoint replayed with a reason queues its events again (audited)', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      const endpoint = (await t.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/replayed' } })).json();
+      await paidTransfer(t, m, w.id);
+      const support = await as(t, 'support');
+      const overview = await support.get('/ops/webhooks');
+      assert.equal(overview.statusCode, 200);
+      assert.match(overview.body, /<dt>Deliveries pending<\/dt><dd>\d+<\/dd>/);
+      assert.ok(overview.body.includes(`/ops/webhooks/${endpoint.id}`));
+      const page = await support.get(`/ops/webhooks/${endpoint.id}`);
+      assert.equal(page.statusCode, 200);
+      const since = new Date(t.clock.now() - 3_600_000).toISOString().slice(0, 16);
+      const replayed = await support.post(`/ops/webhooks/${endpoint.id}/replay`, { since, reason: 'Merchant restored their receiver' });
+      assert.equal(replayed.statusCode, 303);
+      const [entry] = (await t.services.audit.search({ action: 'webhook.replay', subjectId: endpoint.id })).items;
+      assert.equal(entry.reason, 'Merchant restored their receiver');
+      assert.ok((entry.after as { queued: number }).queued >= 2, 'quote.created and transfer.created queued again');
+    });
+
     test('CSRF: an action without the token (or with a wrong one) is refused and changes nothing', async () => {
       const t = ctx();
       const m = await t.merchant('CSRF shop', '1');
