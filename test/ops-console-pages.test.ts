@@ -180,6 +180,8 @@ describeEachStore(
         { path: `/ops/merchants/${m.merchantId}/credentials/issue`, fields: { reason: 'roles test' }, allowed: ['admin'] },
         { path: `/ops/merchants/${m.merchantId}/credentials/revoke`, fields: { clientId: m.clientId, reason: 'roles test' }, allowed: ['admin'] },
         { path: `/ops/merchants/${m.merchantId}/disable`, fields: { reason: 'roles test' }, allowed: ['admin'] },
+        { path: `/ops/merchants/${m.merchantId}/users/invite`, fields: { email: 'roles-user@example.com', role: 'admin' }, allowed: ['support', 'admin'] },
+        { path: `/ops/merchants/${m.merchantId}/rate-limit`, fields: { perMinute: '10', reason: 'roles test' }, allowed: ['admin'] },
         { path: '/ops/tariffs/preview', fields: { document: tariff }, allowed: ['finance', 'admin'] },
         { path: '/ops/tariffs', fields: { document: tariff, reason: 'roles test' }, allowed: ['finance', 'admin'] },
         { path: '/ops/couriers', fields: { name: 'Roles Two', phone: '+7 900 000-11-22' }, allowed: ['support', 'admin'] },
@@ -348,6 +350,36 @@ describeEachStore(
       const [entry] = (await t.services.audit.search({ action: 'webhook.replay', subjectId: endpoint.id })).items;
       assert.equal(entry.reason, 'Merchant restored their receiver');
       assert.ok((entry.after as { queued: number }).queued >= 2, 'quote.created and transfer.created queued again');
+    });
+
+    test("merchants: support invites a merchant's user (a one-time link to the dashboard), admin sets the API rate limit; both audited", async () => {
+      const t = ctx();
+      const m = await t.merchant('Invite shop', '0');
+      const support = await as(t, 'support');
+      await support.get(`/ops/merchants/${m.merchantId}`);
+      const invited = await support.post(`/ops/merchants/${m.merchantId}/users/invite`, { email: 'Owner@Invite-Shop.example', role: 'admin' });
+      assert.equal(invited.statusCode, 200);
+      const link = /<code class="secret" id="invite-link">([^<]+)<\/code>/.exec(invited.body)![1];
+      assert.match(link, /^http:\/\/localhost(:\d+)?\/dashboard\/set-password\?token=[A-Za-z0-9_-]{43}$/);
+      assert.deepEqual(
+        (await t.services.accounts.listMerchantUsers(m.merchantId)).map((u) => [u.email, u.role, u.active]),
+        [['owner@invite-shop.example', 'admin', false]],
+      );
+      const admin = await as(t, 'admin');
+      await admin.get(`/ops/merchants/${m.merchantId}`);
+      const bad = await admin.post(`/ops/merchants/${m.merchantId}/rate-limit`, { perMinute: 'lots', reason: 'Big sale tonight' });
+      assert.equal(bad.statusCode, 422);
+      assert.equal((await admin.post(`/ops/merchants/${m.merchantId}/rate-limit`, { perMinute: '5000', reason: 'Big sale tonight' })).statusCode, 303);
+      assert.equal(await t.services.merchants.rateLimitOf(m.merchantId), 5000);
+      const actions = (await t.services.audit.search({ subjectId: m.merchantId })).items.map((e) => [e.action, e.operator.label, e.after]);
+      assert.deepEqual(actions.slice(0, 2), [
+        ['merchant.rate_limit', 'Admin Person (admin)', { rateLimitPerMinute: 5000 }],
+        [
+          'merchant.user_invite',
+          'Support Person (support)',
+          { email: 'owner@invite-shop.example', role: 'admin', personId: actions[1][2] && (actions[1][2] as { personId: string }).personId },
+        ],
+      ]);
     });
 
     test('CSRF: an action without the token (or with a wrong one) is refused and changes nothing', async () => {

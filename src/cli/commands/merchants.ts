@@ -48,7 +48,7 @@ export function merchantsCommands(program: Command, out: Output): void {
     .action((merchantId: string, o: { perMinute?: number; default?: boolean }) => {
       if ((o.perMinute === undefined) === (o.default !== true)) throw new UsageError('give exactly one of --per-minute N or --default');
       return withRuntime(async ({ services, config }) => {
-        const result = await services.merchants.setRateLimit(merchantId, o.perMinute ?? null);
+        const result = await services.merchants.setRateLimit(merchantId, o.perMinute ?? null, cliActor());
         const effective = result.rateLimitPerMinute ?? config.merchantRateLimitPerMinute;
         out.print(
           `Merchant ${merchantId}: ${effective} requests a minute${result.rateLimitPerMinute === null ? ' (the default, MERCHANT_RATE_LIMIT_PER_MINUTE)' : ''}; every instance applies it within a second`,

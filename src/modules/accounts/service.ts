@@ -172,6 +172,7 @@ export class AccountsService {
   async inviteMerchantUser(
     input: { merchantId: string; email: string; role: MerchantRole; name?: string },
     baseUrl: string,
+    by?: OperatorActor,
   ): Promise<{ user: MerchantUser; url: string; mailed: boolean }> {
     const email = checkEmail(input.email);
     let person = await accountsRepository.personByEmail(this.#db, 'merchant', email);
@@ -182,7 +183,7 @@ export class AccountsService {
       person = (await accountsRepository.updatePerson(this.#db, person.id, { role: input.role, updated_at: this.#clock.now() })) ?? person;
     }
     person ??= await this.createMerchantUser(input.merchantId, { email, role: input.role, name: input.name });
-    const url = await this.#link(person.id, 'invite', baseUrl);
+    const url = await this.#link(person.id, 'invite', baseUrl, '/dashboard', by && { merchantId: input.merchantId, email, role: input.role, by });
     const mailed = await this.#mail(email, 'You are invited to the merchant dashboard', [
       `You have been invited to the merchant delivery dashboard as ${person.role}.`,
       '',
@@ -200,7 +201,14 @@ export class AccountsService {
     return { url, mailed };
   }
 
-  async #link(personId: string, purpose: 'invite' | 'reset', baseUrl: string, app: '/dashboard' | '/ops' = '/dashboard'): Promise<string> {
+  async #link(
+    personId: string,
+    purpose: 'invite' | 'reset',
+    baseUrl: string,
+    app: '/dashboard' | '/ops' = '/dashboard',
+    /** An operator inviting a merchant's user: audited with the link. */
+    audited?: { merchantId: string; email: string; role: string; by: OperatorActor },
+  ): Promise<string> {
     const token = newSecret();
     const now = this.#clock.now();
     await inTransaction(this.#db, async (trx) => {
@@ -213,6 +221,15 @@ export class AccountsService {
         expires_at: now + this.#opts.linkTtlMs,
         used_at: null,
       });
+      if (audited) {
+        await this.#audit?.record(trx, audited.by, {
+          action: 'merchant.user_invite',
+          subjectType: 'merchant',
+          subjectId: audited.merchantId,
+          merchantId: audited.merchantId,
+          after: { email: audited.email, role: audited.role, personId },
+        });
+      }
     });
     return `${baseUrl.replace(/\/+$/, '')}${app}/set-password?token=${token}`;
   }

@@ -174,13 +174,33 @@ export class MerchantsService {
    * The operator's per-merchant request limit (requests a minute on the merchant API); null returns the
    * merchant to the configured default. Every instance applies it within RATE_LIMIT_CACHE_MS (1 s).
    */
-  async setRateLimit(merchantId: string, perMinute: number | null): Promise<{ merchantId: string; rateLimitPerMinute: number | null }> {
+  async setRateLimit(
+    merchantId: string,
+    perMinute: number | null,
+    by?: OperatorActor,
+    reason?: string,
+  ): Promise<{ merchantId: string; rateLimitPerMinute: number | null }> {
     if (perMinute !== null && (!Number.isSafeInteger(perMinute) || perMinute < 1 || perMinute > MAX_RATE_LIMIT)) {
       throw new AppError('VALIDATION_FAILED', `A merchant's limit must be a whole number of requests a minute from 1 to ${MAX_RATE_LIMIT}`);
     }
-    if (!(await merchantsRepository.setRateLimit(this.#db, merchantId, perMinute, this.#clock.now()))) {
-      throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
-    }
+    const why = by && reason !== undefined ? checkReason(reason) : null;
+    await inTransaction(this.#db, async (trx) => {
+      const before = await merchantsRepository.rateLimit(trx, merchantId);
+      if (!(await merchantsRepository.setRateLimit(trx, merchantId, perMinute, this.#clock.now()))) {
+        throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
+      }
+      if (by) {
+        await this.#audit.record(trx, by, {
+          action: 'merchant.rate_limit',
+          subjectType: 'merchant',
+          subjectId: merchantId,
+          merchantId,
+          reason: why,
+          before: { rateLimitPerMinute: before },
+          after: { rateLimitPerMinute: perMinute },
+        });
+      }
+    });
     this.#limits.delete(merchantId);
     return { merchantId, rateLimitPerMinute: perMinute };
   }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../../lib/errors.ts';
 import { LEDGER_KIND_LABELS, money, refusalMessage, type TimeView, timeView } from '../../dashboard/format.ts';
-import { field, queryParam } from '../../forms.ts';
+import { baseUrlOf, field, queryParam } from '../../forms.ts';
 import { redirectWithFlash, render } from '../../render.ts';
 import { requirePerson } from '../../session.ts';
 import { actorOf, amountField, CAN, may } from '../operator.ts';
@@ -29,6 +29,9 @@ export interface OpsMerchantView {
   credentials: Array<{ clientId: string; status: string; created: TimeView }>;
   canTopUp: boolean;
   canAdmin: boolean;
+  canSupport: boolean;
+  rateLimit: string;
+  invited: { email: string; url: string } | null;
   canViewAs: boolean;
   error: string | null;
 }
@@ -93,8 +96,16 @@ export async function opsMerchantsPages(app: FastifyInstance): Promise<void> {
     }
   });
 
-  async function merchantPage(request: FastifyRequest, reply: FastifyReply, id: string, error: string | null = null, status = 200) {
+  async function merchantPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    id: string,
+    error: string | null = null,
+    status = 200,
+    invited: OpsMerchantView['invited'] = null,
+  ) {
     const merchant = await s.merchants.get(id);
+    const ownLimit = await s.merchants.rateLimitOf(id);
     const [ledger, users, credentials] = await Promise.all([
       s.merchants.balancePage(id, { limit: 50 }),
       s.accounts.listMerchantUsers(id),
@@ -119,6 +130,9 @@ export async function opsMerchantsPages(app: FastifyInstance): Promise<void> {
         credentials: credentials.map((c) => ({ clientId: c.clientId, status: c.status, created: timeView(c.createdAt) })),
         canTopUp: may(request, CAN.finance),
         canAdmin: may(request, CAN.admin),
+        canSupport: may(request, CAN.support),
+        rateLimit: ownLimit === null ? `the default (${app.webConfig.merchantRateLimitPerMinute} a minute)` : `${ownLimit} a minute`,
+        invited,
         canViewAs: true,
         error,
       },
@@ -146,6 +160,38 @@ export async function opsMerchantsPages(app: FastifyInstance): Promise<void> {
       const amount = amountField(field(request, 'amount', { max: 30 }));
       const m = await s.merchants.topUp(id, amount, field(request, 'reason', { max: 600 }), actorOf(request));
       return redirectWithFlash(reply, `/ops/merchants/${id}`, `Topped up: the balance is now ${money(m.balance, m.currency)}.`);
+    } catch (err) {
+      return merchantPage(request, reply, id, refusalMessage(err), 422);
+    }
+  });
+
+  app.post<{ Params: { id: string } }>('/:id/users/invite', { preHandler: requirePerson('operator', CAN.support) }, async (request, reply) => {
+    const id = request.params.id;
+    try {
+      await s.merchants.get(id);
+      const role = field(request, 'role') === 'employee' ? 'employee' : 'admin';
+      const r = await s.accounts.inviteMerchantUser(
+        { merchantId: id, email: field(request, 'email', { max: 320 }), role, name: field(request, 'name', { max: 200 }) || undefined },
+        baseUrlOf(request, app.webConfig.publicBaseUrl),
+        actorOf(request),
+      );
+      return merchantPage(request, reply, id, null, 200, { email: r.user.email, url: r.url });
+    } catch (err) {
+      return merchantPage(request, reply, id, refusalMessage(err), 422);
+    }
+  });
+
+  app.post<{ Params: { id: string } }>('/:id/rate-limit', { preHandler: requirePerson('operator', CAN.admin) }, async (request, reply) => {
+    const id = request.params.id;
+    try {
+      const text = field(request, 'perMinute', { max: 20 });
+      const perMinute = text === '' ? null : /^\d{1,7}$/.test(text) ? Number(text) : Number.NaN;
+      const r = await s.merchants.setRateLimit(id, perMinute, actorOf(request), field(request, 'reason', { max: 600 }));
+      return redirectWithFlash(
+        reply,
+        `/ops/merchants/${id}`,
+        r.rateLimitPerMinute === null ? 'The merchant is back on the default limit.' : `The merchant's limit is ${r.rateLimitPerMinute} requests a minute.`,
+      );
     } catch (err) {
       return merchantPage(request, reply, id, refusalMessage(err), 422);
     }
