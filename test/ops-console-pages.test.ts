@@ -382,6 +382,37 @@ describeEachStore(
       ]);
     });
 
+    test('the CLI support commands go through the same audited calls: each is in the audit log as "cli" with the machine user and its reason', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      const tr = await paidTransfer(t, m, w.id);
+      const courier = await t.courier('Cli Courier');
+      const runs = [
+        ['transfers', 'cancel', tr.id, '--reason', 'Merchant called the hotline'],
+        ['couriers', 'disable', courier.courierId, '--reason', 'Left the fleet'],
+        ['couriers', 'unlock', tr.id, '--reason', 'Wrong codes were typos'],
+        ['credentials', 'issue', '--merchant', m.merchantId, '--reason', 'Rotation asked by the merchant'],
+      ];
+      for (const args of runs) {
+        const r = await mds(t, ...args);
+        assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      }
+      const who = `cli (${userInfo().username})`;
+      const entries = (await t.services.audit.search({ operatorId: undefined, q: 'cli', limit: 50 })).items
+        .filter((e) => e.subjectId === tr.id || e.subjectId === courier.courierId || e.merchantId === m.merchantId)
+        .map((e) => [e.action, e.operator.label, e.reason])
+        .sort();
+      assert.deepEqual(entries, [
+        ['courier.disable', who, 'Left the fleet'],
+        ['credential.issue', who, 'Rotation asked by the merchant'],
+        ['transfer.cancel', who, 'Merchant called the hotline'],
+        ['transfer.unlock', who, 'Wrong codes were typos'],
+      ]);
+      // The operator event of the CLI's cancel names it in the console's timeline.
+      const web = await as(t, 'support');
+      assert.ok((await web.get(`/ops/transfers/${tr.id}`)).body.includes(`Operator ${who}`));
+    });
+
     test('CSRF: an action without the token (or with a wrong one) is refused and changes nothing', async () => {
       const t = ctx();
       const m = await t.merchant('CSRF shop', '1');

@@ -6,9 +6,10 @@ export function credentialsCommands(program: Command, out: Output): void {
 
   leaf(credentials, 'issue', 'issue another credential set (rotation)')
     .requiredOption('--merchant <id>', 'merchant id', text)
-    .action((o: { merchant: string }) =>
+    .option('--reason <text>', 'why (the audit log keeps it)', text)
+    .action((o: { merchant: string; reason?: string }) =>
       withRuntime(async ({ services }) => {
-        const c = await services.credentials.issue(o.merchant);
+        const c = await services.credentials.issueFor(o.merchant, cliActor(), o.reason ?? 'no reason given');
         out.print(`client id:      ${c.clientId}\nclient secret:  ${c.clientSecret}\n\nThe client secret is shown only this once.`, c);
       }),
     );
@@ -41,7 +42,7 @@ export function credentialsCommands(program: Command, out: Output): void {
     .argument('<clientId>')
     .action((clientId: string) =>
       withRuntime(async ({ services }) => {
-        await services.credentials.delete(clientId);
+        await services.credentials.delete(clientId, cliActor());
         out.print(`Deleted ${clientId}`, { clientId, status: 'DELETED' });
       }),
     );

@@ -142,10 +142,22 @@ export class CredentialsService {
   }
 
   /** Deletes a credential set: its tokens fail with CREDENTIALS_NOT_FOUND. */
-  async delete(clientId: string): Promise<void> {
-    if (!(await credentialsRepository.delete(this.#db, clientId))) {
-      throw new AppError('CLIENT_NOT_FOUND', `No credential with client id ${clientId}`);
-    }
+  async delete(clientId: string, by?: OperatorActor): Promise<void> {
+    await inTransaction(this.#db, async (trx) => {
+      const existing = await credentialsRepository.findByClientId(trx, clientId);
+      if (!existing || !(await credentialsRepository.delete(trx, clientId))) {
+        throw new AppError('CLIENT_NOT_FOUND', `No credential with client id ${clientId}`);
+      }
+      if (by) {
+        await this.#audit?.record(trx, by, {
+          action: 'credential.delete',
+          subjectType: 'credential',
+          subjectId: clientId,
+          merchantId: existing.merchant_id,
+          before: { status: existing.status },
+        });
+      }
+    });
     this.#onChange(clientId);
   }
 }
