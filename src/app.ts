@@ -29,6 +29,7 @@ import type { Metrics } from './observability/metrics.ts';
 import { registerMetrics } from './observability/routes.ts';
 import { createServices, type Services } from './services.ts';
 import { dashboardPages } from './web/dashboard/index.ts';
+import { opsPages } from './web/ops/index.ts';
 import { webPlugin } from './web/plugin.ts';
 
 export interface AppDeps {
@@ -146,6 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (web) => {
     await web.register(webPlugin, { config });
     await web.register(dashboardPages, { prefix: '/dashboard' });
+    await web.register(opsPages, { prefix: '/ops' });
   });
   return app;
 }

@@ -5,6 +5,7 @@ import type { DB } from './db/types.ts';
 import type { Clock } from './lib/clock.ts';
 import { smtpMailer } from './modules/accounts/mail.ts';
 import { AccountsService } from './modules/accounts/service.ts';
+import { AuditService } from './modules/audit/service.ts';
 import { AuthService, type ClientCredential } from './modules/auth/auth-service.ts';
 import { credentialsRepository } from './modules/auth/credentials-repository.ts';
 import { CredentialsService } from './modules/auth/credentials-service.ts';
@@ -35,6 +36,7 @@ export interface Services {
   webhookDelivery: WebhookDelivery;
   tracking: TrackingService;
   accounts: AccountsService;
+  audit: AuditService;
 }
 
 export interface ServiceDeps {
@@ -64,10 +66,12 @@ export function createServices({ config, database, clock, signingKeys }: Service
     cacheTtlMs: config.authCacheTtlMs,
     findClient: (clientId) => findClient(db, clientId),
   });
-  const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId));
+  const audit = new AuditService(db, clock);
+  const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId), audit);
   const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
-  const tariffs = new TariffsService(db, clock);
+  const tariffs = new TariffsService(db, clock, audit);
   const transfers = new TransfersService(db, clock, {
+    audit,
     paymentTtlMinutes: config.paymentTtlMinutes,
     assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
     sandboxStepSeconds: config.sandboxStepSeconds,
@@ -76,7 +80,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
   return {
     auth,
     credentials,
-    merchants: new MerchantsService(db, clock, (merchantId, trx) => credentials.issue(merchantId, trx), config.currency),
+    merchants: new MerchantsService(db, clock, (merchantId, trx) => credentials.issue(merchantId, trx), config.currency, audit),
     warehouses,
     idempotency: new IdempotencyService(db, clock, config.idempotencyTtlHours),
     tariffs,
@@ -96,8 +100,9 @@ export function createServices({ config, database, clock, signingKeys }: Service
       transfers,
       maxJobsPerCourier: config.maxJobsPerCourier,
       onCredentialChange: (clientId) => auth.forget(clientId),
+      audit,
     }),
-    webhooks: new WebhooksService(db, clock, { allowPrivate: config.webhookAllowPrivate }),
+    webhooks: new WebhooksService(db, clock, { allowPrivate: config.webhookAllowPrivate, audit }),
     webhookDelivery: new WebhookDelivery(db, database.dialect, clock, {
       timeoutMs: config.webhookTimeoutMs,
       allowPrivate: config.webhookAllowPrivate,
@@ -118,6 +123,8 @@ export function createServices({ config, database, clock, signingKeys }: Service
       failureWindowMs: config.loginFailureWindowSeconds * 1000,
       issuer: 'Merchant delivery',
       mailer: config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : undefined,
+      audit,
     }),
+    audit,
   };
 }

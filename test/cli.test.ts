@@ -101,7 +101,7 @@ describeEachStore(
       assert.deepEqual(shown, { ...tr, merchantId: m.merchantId });
 
       // Support cannot assign a job (it would be nobody's): only couriers accept.
-      const assign = await mds(t, 'transfers', 'advance', tr.id, '--to', 'courierAssigned', '--reason', 'x', '--json');
+      const assign = await mds(t, 'transfers', 'advance', tr.id, '--to', 'courierAssigned', '--reason', 'Courier asked', '--json');
       assert.deepEqual(JSON.parse(assign.stdout), {
         error: 'TRANSITION_NOT_ALLOWED',
         message: `Transfer ${tr.id} is inProgress; from there it can move to: cancelled`,
@@ -109,7 +109,7 @@ describeEachStore(
       await t.services.transfers.transition(tr.id, { to: 'courierAssigned', actor: { type: 'courier', courier: { id: 'c-1', firstName: 'Ivan' } } });
       const picked = await mds(t, 'transfers', 'advance', tr.id, '--to', 'pickedUp', '--reason', 'scanned at the warehouse');
       assert.equal(picked.stdout.trim(), `Transfer ${tr.id} is now pickedUp`);
-      const refused = await mds(t, 'transfers', 'advance', tr.id, '--to', 'inProgress', '--reason', 'x', '--json');
+      const refused = await mds(t, 'transfers', 'advance', tr.id, '--to', 'inProgress', '--reason', 'Courier asked', '--json');
       assert.equal(refused.code, 1);
       assert.deepEqual(JSON.parse(refused.stdout), {
         error: 'TRANSITION_NOT_ALLOWED',

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
@@ -6,6 +7,7 @@ import { type Config, loadConfig, redactUrl } from '../config.ts';
 import { dialectOf, sqlitePath } from '../db/database.ts';
 import { TRANSFER_STATES } from '../db/types.ts';
 import { parseMajorAmount } from '../lib/money.ts';
+import type { OperatorActor } from '../modules/audit/service.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 
 /** A usage problem found after parsing (exit 2, like commander's own). */
@@ -32,9 +34,21 @@ Every command takes --json for machine-readable output; errors then print {"erro
 on stdout (USAGE, CONFIG_INVALID, or the service's error type such as MERCHANT_NOT_FOUND).
 Amounts are in major units with at most two decimals (1250 or 1250.50).
 States: ${TRANSFER_STATES.join(', ')}.
-Operator changes are recorded as events with actor "operator" and the --reason text (the merchant sees it).
+Operator changes are recorded as events with actor "operator" and the --reason text (the merchant sees it),
+and in the audit log as the operator "cli" with the machine user running the command.
 Configuration comes from the environment (README: DATABASE_URL, PORT, ...); commands that open the
 database say which one on stderr.`;
+
+/** Who the CLI's changes are audited as: the operator "cli", with the machine user running it. */
+export function cliActor(): OperatorActor {
+  let machineUser = process.env.USER || process.env.USERNAME || 'unknown';
+  try {
+    machineUser = userInfo().username || machineUser;
+  } catch {
+    // no passwd entry (some containers): the environment's name
+  }
+  return { kind: 'cli', machineUser: machineUser.slice(0, 100) };
+}
 
 /** A command that takes --json (every leaf command does). */
 export function leaf(parent: Command, name: string, description: string): Command {

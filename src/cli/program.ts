@@ -7,6 +7,7 @@ import { credentialsCommands } from './commands/credentials.ts';
 import { dbCommands } from './commands/db.ts';
 import { keysCommands } from './commands/keys.ts';
 import { merchantsCommands } from './commands/merchants.ts';
+import { operatorsCommands } from './commands/operators.ts';
 import { serverCommands } from './commands/server.ts';
 import { tariffsCommands } from './commands/tariffs.ts';
 import { transfersCommands } from './commands/transfers.ts';
@@ -37,6 +38,7 @@ export function buildProgram(out: Output): Command {
   tariffsCommands(program, out);
   webhooksCommands(program, out);
   usersCommands(program, out);
+  operatorsCommands(program, out);
   keysCommands(program, out);
   return program;
 }

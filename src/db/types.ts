@@ -34,6 +34,8 @@ export interface LedgerEntriesTable {
   transfer_id: string | null;
   note: string | null;
   created_at: number;
+  /** Who made it when a person did (an operator's top-up: "Name (role)", or "cli (user)"); absent or null otherwise. */
+  created_by?: string | null;
 }
 
 export interface WarehousesTable {
@@ -241,6 +243,8 @@ export interface SessionsTable {
   expires_at: number;
   ip: string | null;
   user_agent: string | null;
+  /** An operator's session "viewing as" this merchant: the dashboard opens read-only for it. */
+  view_as_merchant_id?: string | null;
 }
 
 export interface OneTimeLinksTable {
@@ -286,6 +290,24 @@ export interface DB {
   sessions: SessionsTable;
   one_time_links: OneTimeLinksTable;
   recovery_codes: RecoveryCodesTable;
+  audit_log: AuditLogTable;
+}
+
+/** Append-only (triggers refuse UPDATE and DELETE). */
+export interface AuditLogTable {
+  id: string;
+  occurred_at: number;
+  operator_id: string | null;
+  operator_name: string;
+  operator_role: string;
+  machine_user: string | null;
+  action: string;
+  subject_type: string;
+  subject_id: string | null;
+  merchant_id: string | null;
+  reason: string | null;
+  before: string | null;
+  after: string | null;
 }
 
 /** Repositories take either the database or an open transaction. */

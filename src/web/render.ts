@@ -38,7 +38,7 @@ export const FLASH_COOKIE = 'mds_flash';
 interface NavEntry {
   label: string;
   href: string;
-  /** Merchant roles that see it; none: everyone. */
+  /** Roles that see it; none: everyone of the app. */
   roles?: readonly string[];
 }
 
@@ -56,6 +56,21 @@ const APPS: Array<{ prefix: string; name: string; home: string; nav: NavEntry[] 
       { label: 'Developers', href: '/dashboard/developers', roles: ['admin'] },
       { label: 'Users', href: '/dashboard/users', roles: ['admin'] },
       { label: 'Account', href: '/dashboard/account' },
+    ],
+  },
+  {
+    prefix: '/ops',
+    name: 'Operator console',
+    home: '/ops/transfers',
+    nav: [
+      { label: 'Transfers', href: '/ops/transfers' },
+      { label: 'Merchants', href: '/ops/merchants' },
+      { label: 'Couriers', href: '/ops/couriers' },
+      { label: 'Map', href: '/ops/map' },
+      { label: 'Tariffs', href: '/ops/tariffs' },
+      { label: 'Webhooks', href: '/ops/webhooks', roles: ['support', 'admin'] },
+      { label: 'Audit log', href: '/ops/audit' },
+      { label: 'Operators', href: '/ops/operators', roles: ['admin'] },
     ],
   },
 ];

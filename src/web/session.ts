@@ -46,6 +46,8 @@ declare module 'fastify' {
   }
 }
 
+const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
 /** Each web app's login page. */
 export const LOGIN_PATHS: Record<PersonKind, string> = {
   merchant: '/dashboard/login',
@@ -70,7 +72,24 @@ export function requirePerson<K extends PersonKind>(kind: K, roles?: readonly Ro
       await reply.redirect(next ? `${LOGIN_PATHS[kind]}?next=${encodeURIComponent(next)}` : LOGIN_PATHS[kind], 303);
       return;
     }
-    if (s.person.kind !== kind) throw new AppError('FORBIDDEN', 'This page is not for your kind of account');
+    if (s.person.kind !== kind) {
+      // An operator "viewing as" a merchant reads that merchant's dashboard as its admin would, and changes nothing.
+      if (kind === 'merchant' && s.person.kind === 'operator' && s.row.view_as_merchant_id) {
+        if (UNSAFE_METHODS.has(request.method)) throw new AppError('FORBIDDEN', 'Viewing as a merchant is read-only');
+        request.person = {
+          kind: 'merchant',
+          id: s.person.id,
+          merchantId: s.row.view_as_merchant_id,
+          role: 'admin',
+          email: s.person.email ?? '',
+          name: s.person.name,
+          sessionId: s.id,
+          viewAs: { operatorName: s.person.name },
+        };
+        return;
+      }
+      throw new AppError('FORBIDDEN', 'This page is not for your kind of account');
+    }
     const person = toPerson(s.person, s.id);
     if (roles && !(roles as readonly string[]).includes((person as { role?: string }).role ?? '')) {
       throw new AppError('FORBIDDEN', 'Your role does not allow this: ask an admin');

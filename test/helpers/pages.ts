@@ -112,10 +112,10 @@ export async function assertAccessible(page: Page, what: string): Promise<void> 
 }
 
 /**
- * Screenshots of the current page at phone and desktop widths (full page): docs/screenshots/dashboard-NAME-phone.png
+ * Screenshots of the current page at phone and desktop widths (full page): docs/screenshots/APP-NAME-phone.png (APP: dashboard, ops)
  * and -desktop.png with UPDATE_SCREENSHOTS=1, artifacts/ otherwise. Restores the page's viewport.
  */
-export async function screenshots(page: Page, name: string): Promise<string[]> {
+export async function screenshots(page: Page, name: string, app = 'dashboard'): Promise<string[]> {
   const dir = process.env.UPDATE_SCREENSHOTS === '1' ? SCREENSHOTS : join(ARTIFACTS, 'screenshots');
   mkdirSync(dir, { recursive: true });
   const before = page.viewportSize();
@@ -125,7 +125,7 @@ export async function screenshots(page: Page, name: string): Promise<string[]> {
     ['desktop', DESKTOP],
   ] as const) {
     await page.setViewportSize(viewport);
-    const file = join(dir, `dashboard-${name}-${suffix}.png`);
+    const file = join(dir, `${app}-${name}-${suffix}.png`);
     await page.screenshot({ path: file, fullPage: true, animations: 'disabled', caret: 'hide' });
     files.push(file);
   }

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { TOTP } from 'otpauth';
 import type { Page } from 'playwright-core';
+import type { Clock } from '../../src/lib/clock.ts';
 import type { MerchantRole } from '../../src/modules/accounts/service.ts';
+import type { OperatorRole } from '../../src/modules/audit/service.ts';
 import type { Services } from '../../src/services.ts';
 
 /**
@@ -32,6 +35,35 @@ export async function createMerchantUser(
   const role = opts.role ?? 'admin';
   const row = await services.accounts.createMerchantUser(opts.merchantId, { email, role, password, name: opts.name });
   return { id: row.id, merchantId: opts.merchantId, email, password, role };
+}
+
+export interface TestOperator {
+  id: string;
+  email: string;
+  password: string;
+  role: OperatorRole;
+  name: string;
+  totp: TOTP;
+}
+
+/**
+ * An operator who can log in: invited (as the CLI would), password set through the link, TOTP set up
+ * with the app's clock. Log in with WebClient.loginOperator (each login takes a fresh TOTP step).
+ */
+export async function createOperator(
+  appOrServices: FastifyInstance | Services | { services: Services },
+  clock: Clock,
+  opts: { role: OperatorRole; name?: string; email?: string },
+): Promise<TestOperator> {
+  const services = 'accounts' in appOrServices ? (appOrServices as Services) : (appOrServices as { services: Services }).services;
+  const email = opts.email ?? `operator${++counter}-${Date.now()}@example.com`;
+  const name = opts.name ?? `Op ${opts.role}`;
+  const invited = await services.accounts.inviteOperator({ email, role: opts.role, name }, 'http://127.0.0.1', { kind: 'cli', machineUser: 'test' });
+  await services.accounts.setPasswordWithLink(new URL(invited.url).searchParams.get('token')!, TEST_PASSWORD);
+  const { secret } = await services.accounts.beginTotp(invited.operator.id);
+  const totp = new TOTP({ secret });
+  await services.accounts.confirmTotp(invited.operator.id, totp.generate({ timestamp: clock.now() }));
+  return { id: invited.operator.id, email, password: TEST_PASSWORD, role: opts.role, name, totp };
 }
 
 /** Logs a Playwright page in through the dashboard's login form (by label, as a person would); ends on the page after login. */
@@ -98,6 +130,21 @@ export class WebClient {
     });
     this.#keep(res);
     return res;
+  }
+
+  /**
+   * Logs an operator in at /ops/login: the password, then a TOTP code of a new time step (the clock is
+   * advanced 30 s: a code works once). Asserts both 303s and answers the last Location.
+   */
+  async loginOperator(op: TestOperator, clock: { now(): number; advance(ms: number): void }): Promise<string> {
+    await this.get('/ops/login');
+    const res = await this.post('/ops/login', { email: op.email, password: op.password });
+    assert.equal(res.statusCode, 303, `operator login answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
+    await this.get('/ops/login/second-factor');
+    clock.advance(30_000);
+    const second = await this.post('/ops/login/second-factor', { code: op.totp.generate({ timestamp: clock.now() }) });
+    assert.equal(second.statusCode, 303, `second factor answered ${second.statusCode}: ${second.body.slice(0, 300)}`);
+    return String(second.headers.location);
   }
 
   /** Logs in through the login form; asserts the 303 and answers its Location. */

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { formatMinor } from '../../lib/money.ts';
-import { amount, group, leaf, type Output, text, withRuntime } from '../context.ts';
+import { amount, cliActor, group, leaf, type Output, text, withRuntime } from '../context.ts';
 
 export function balanceCommands(program: Command, out: Output): void {
   const balance = group(program, 'balance', 'merchant balances and their ledger');
@@ -8,10 +8,11 @@ export function balanceCommands(program: Command, out: Output): void {
   leaf(balance, 'top-up', 'add money (a TOP_UP ledger entry)')
     .requiredOption('--merchant <id>', 'merchant id', text)
     .requiredOption('--amount <amount>', 'e.g. 1250 or 1250.50', (v: string) => amount(text(v)))
-    .option('--note <text>', 'shown in the ledger')
-    .action((o: { merchant: string; amount: number; note?: string }) =>
+    .option('--reason <text>', 'why (shown in the ledger and the audit log)')
+    .option('--note <text>', 'the same as --reason (older name)')
+    .action((o: { merchant: string; amount: number; reason?: string; note?: string }) =>
       withRuntime(async ({ services }) => {
-        const m = await services.merchants.topUp(o.merchant, o.amount, o.note);
+        const m = await services.merchants.topUp(o.merchant, o.amount, o.reason ?? o.note ?? 'no reason given', cliActor());
         out.print(`Topped up ${formatMinor(o.amount)} ${m.currency}; balance is now ${m.balance} ${m.currency}`, {
           merchant: m,
           amount: formatMinor(o.amount),

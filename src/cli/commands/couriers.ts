@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { group, leaf, type Output, text, withRuntime } from '../context.ts';
+import { cliActor, group, leaf, type Output, text, withRuntime } from '../context.ts';
 
 export function couriersCommands(program: Command, out: Output): void {
   const couriers = group(program, 'couriers', 'courier accounts');
@@ -9,7 +9,7 @@ export function couriersCommands(program: Command, out: Output): void {
     .requiredOption('--phone <phone>', 'digits with optional +, spaces, dashes, parentheses', text)
     .action((o: { name: string; phone: string }) =>
       withRuntime(async ({ services }) => {
-        const { courier, clientId, clientSecret } = await services.couriers.create(o.name, o.phone);
+        const { courier, clientId, clientSecret } = await services.couriers.create(o.name, o.phone, cliActor());
         out.print(
           [
             `Courier created: ${courier.name}`,
@@ -41,9 +41,10 @@ export function couriersCommands(program: Command, out: Output): void {
   ] as const) {
     leaf(couriers, name, description)
       .argument('<courierId>')
-      .action((courierId: string) =>
+      .option('--reason <text>', 'why (the audit log keeps it)', text)
+      .action((courierId: string, o: { reason?: string }) =>
         withRuntime(async ({ services }) => {
-          const c = await services.couriers.setStatus(courierId, status);
+          const c = await services.couriers.setStatus(courierId, status, cliActor(), o.reason);
           out.print(`Courier ${c.id} is ${c.status}`, { courier: c });
         }),
       );
@@ -51,9 +52,10 @@ export function couriersCommands(program: Command, out: Output): void {
 
   leaf(couriers, 'unlock', 'clear a job locked after 5 wrong codes')
     .argument('<transferId>')
-    .action((transferId: string) =>
+    .option('--reason <text>', 'why (the audit log keeps it)', text)
+    .action((transferId: string, o: { reason?: string }) =>
       withRuntime(async ({ services }) => {
-        await services.couriers.unlock(transferId);
+        await services.couriers.unlock(transferId, cliActor(), o.reason);
         out.print(`Transfer ${transferId} unlocked: the courier has 5 attempts again`, { transferId, unlocked: true });
       }),
     );

@@ -1,14 +1,15 @@
 import type { Command } from 'commander';
-import { group, leaf, type Output, text, withRuntime } from '../context.ts';
+import { cliActor, group, leaf, type Output, text, withRuntime } from '../context.ts';
 
 export function credentialsCommands(program: Command, out: Output): void {
   const credentials = group(program, 'credentials', "merchants' client credentials");
 
   leaf(credentials, 'issue', 'issue another credential set (rotation)')
     .requiredOption('--merchant <id>', 'merchant id', text)
-    .action((o: { merchant: string }) =>
+    .option('--reason <text>', 'why (the audit log keeps it)', text)
+    .action((o: { merchant: string; reason?: string }) =>
       withRuntime(async ({ services }) => {
-        const c = await services.credentials.issue(o.merchant);
+        const c = await services.credentials.issueFor(o.merchant, cliActor(), o.reason ?? 'no reason given');
         out.print(`client id:      ${c.clientId}\nclient secret:  ${c.clientSecret}\n\nThe client secret is shown only this once.`, c);
       }),
     );
@@ -29,9 +30,10 @@ export function credentialsCommands(program: Command, out: Output): void {
 
   leaf(credentials, 'revoke', 'disable: its tokens fail with CREDENTIALS_REVOKED')
     .argument('<clientId>')
-    .action((clientId: string) =>
+    .option('--reason <text>', 'why (the audit log keeps it)', text)
+    .action((clientId: string, o: { reason?: string }) =>
       withRuntime(async ({ services }) => {
-        await services.credentials.revoke(clientId);
+        await services.credentials.revoke(clientId, cliActor(), o.reason);
         out.print(`Revoked ${clientId}`, { clientId, status: 'REVOKED' });
       }),
     );
@@ -40,7 +42,7 @@ export function credentialsCommands(program: Command, out: Output): void {
     .argument('<clientId>')
     .action((clientId: string) =>
       withRuntime(async ({ services }) => {
-        await services.credentials.delete(clientId);
+        await services.credentials.delete(clientId, cliActor());
         out.print(`Deleted ${clientId}`, { clientId, status: 'DELETED' });
       }),
     );

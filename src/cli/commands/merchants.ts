@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { amount, group, leaf, type Output, text, UsageError, withRuntime } from '../context.ts';
+import { amount, cliActor, group, leaf, type Output, text, UsageError, withRuntime } from '../context.ts';
 
 function perMinute(value: string): number {
   const n = Number(value);
@@ -16,7 +16,7 @@ export function merchantsCommands(program: Command, out: Output): void {
     .option('--sandbox', 'a sandbox merchant: play money, transfers driven by a simulated courier')
     .action((o: { name: string; balance?: number; sandbox?: boolean }) =>
       withRuntime(async ({ services }) => {
-        const { merchant, credential } = await services.merchants.create(o.name, o.balance ?? 0, o.sandbox ? 'sandbox' : 'live');
+        const { merchant, credential } = await services.merchants.create(o.name, o.balance ?? 0, o.sandbox ? 'sandbox' : 'live', cliActor());
         out.print(
           [
             `Merchant created: ${merchant.name}${merchant.mode === 'sandbox' ? ' (SANDBOX: play money, simulated courier)' : ''}`,
@@ -48,7 +48,7 @@ export function merchantsCommands(program: Command, out: Output): void {
     .action((merchantId: string, o: { perMinute?: number; default?: boolean }) => {
       if ((o.perMinute === undefined) === (o.default !== true)) throw new UsageError('give exactly one of --per-minute N or --default');
       return withRuntime(async ({ services, config }) => {
-        const result = await services.merchants.setRateLimit(merchantId, o.perMinute ?? null);
+        const result = await services.merchants.setRateLimit(merchantId, o.perMinute ?? null, cliActor());
         const effective = result.rateLimitPerMinute ?? config.merchantRateLimitPerMinute;
         out.print(
           `Merchant ${merchantId}: ${effective} requests a minute${result.rateLimitPerMinute === null ? ' (the default, MERCHANT_RATE_LIMIT_PER_MINUTE)' : ''}; every instance applies it within a second`,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { group, leaf, type Output, withRuntime } from '../context.ts';
+import { cliActor, group, leaf, type Output, text, withRuntime } from '../context.ts';
 
 export function tariffsCommands(program: Command, out: Output): void {
   const tariffs = group(program, 'tariffs', 'the pricing tariff');
@@ -14,7 +14,8 @@ export function tariffsCommands(program: Command, out: Output): void {
 
   leaf(tariffs, 'set', 'validate FILE and make it the tariff in force')
     .argument('<file>')
-    .action((file: string) => {
+    .option('--reason <text>', 'why (the audit log keeps it)', text)
+    .action((file: string, o: { reason?: string }) => {
       let document: unknown;
       try {
         document = JSON.parse(readFileSync(file, 'utf8'));
@@ -22,7 +23,7 @@ export function tariffsCommands(program: Command, out: Output): void {
         throw new Error(`cannot read ${file} as JSON: ${(e as Error).message}`);
       }
       return withRuntime(async ({ services }) => {
-        const t = await services.tariffs.set(document);
+        const t = await services.tariffs.set(document, cliActor(), o.reason);
         out.print(`Tariff version ${t.version} is now in force (new quotes use it; existing quotes keep their prices)`, { version: t.version });
       });
     });

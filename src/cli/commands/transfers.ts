@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { TRANSFER_STATES, type TransferState } from '../../db/types.ts';
-import { group, leaf, limit, type Output, text, withRuntime } from '../context.ts';
+import { cliActor, group, leaf, limit, type Output, text, withRuntime } from '../context.ts';
 
 export function transfersCommands(program: Command, out: Output): void {
   const transfers = group(program, 'transfers', 'transfers of every merchant (support)');
@@ -54,7 +54,7 @@ export function transfersCommands(program: Command, out: Output): void {
     .requiredOption('--reason <text>', 'why (the merchant sees it: write it for them)', text)
     .action((id: string, o: { reason: string }) =>
       withRuntime(async ({ services }) => {
-        const t = await services.transfers.operatorCancel(id, o.reason);
+        const t = await services.transfers.operatorCancel(id, o.reason, cliActor());
         out.print(`Transfer ${t.id} is now ${t.state}${t.refundedAmount ? ` (refunded ${t.refundedAmount} ${t.currency})` : ''}`, { transfer: t });
       }),
     );
@@ -65,7 +65,7 @@ export function transfersCommands(program: Command, out: Output): void {
     .requiredOption('--reason <text>', 'why (the merchant sees it)', text)
     .action((id: string, o: { to: TransferState; reason: string }) =>
       withRuntime(async ({ services }) => {
-        const t = await services.transfers.operatorAdvance(id, o.to, o.reason);
+        const t = await services.transfers.operatorAdvance(id, o.to, o.reason, cliActor());
         out.print(`Transfer ${t.id} is now ${t.state}${t.refundedAmount ? ` (refunded ${t.refundedAmount} ${t.currency})` : ''}`, { transfer: t });
       }),
     );

@@ -1,9 +1,9 @@
 import { type Command, Option } from 'commander';
 import type { Config } from '../../config.ts';
-import { group, leaf, type Output, text, withRuntime } from '../context.ts';
+import { cliActor, group, leaf, type Output, text, withRuntime } from '../context.ts';
 
 /** Where one-time links point: PUBLIC_BASE_URL, or this server's own address. */
-function linkBase(config: Config): string {
+export function linkBase(config: Config): string {
   if (config.publicBaseUrl) return config.publicBaseUrl;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   return `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
@@ -28,6 +28,7 @@ export function usersCommands(program: Command, out: Output): void {
         const r = await services.accounts.inviteMerchantUser(
           { merchantId: o.merchant.trim(), email: o.email.trim(), role: o.role, name: o.name?.trim() },
           linkBase(config),
+          cliActor(),
         );
         out.print(`Invited ${r.user.email} as ${r.user.role}${r.mailed ? ' (e-mailed)' : ''}. The link works once, for 72 hours:\n${r.url}`, {
           url: r.url,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { group, isoTime, leaf, limit, type Output, withRuntime } from '../context.ts';
+import { cliActor, group, isoTime, leaf, limit, type Output, text, withRuntime } from '../context.ts';
 
 export function webhooksCommands(program: Command, out: Output): void {
   const webhooks = group(program, 'webhooks', "merchants' webhook endpoints and deliveries (never shows secrets)");
@@ -43,9 +43,10 @@ export function webhooksCommands(program: Command, out: Output): void {
   leaf(webhooks, 'replay', 'deliver every event since a time to the endpoint again')
     .argument('<endpointId>')
     .requiredOption('--since <time>', 'ISO 8601 time, e.g. 2026-11-21T10:00:00Z', isoTime)
-    .action((id: string, o: { since: string }) =>
+    .option('--reason <text>', 'why (the audit log keeps it)', text)
+    .action((id: string, o: { since: string; reason?: string }) =>
       withRuntime(async ({ services }) => {
-        const r = await services.webhooks.replay(undefined, id, { since: o.since });
+        const r = await services.webhooks.replay(undefined, id, { since: o.since }, cliActor(), o.reason ?? 'no reason given');
         out.print(`Queued ${r.queued} deliveries to ${id}`, r);
       }),
     );

@@ -33,6 +33,10 @@ export const accountsRepository = {
       .execute();
   },
 
+  async operators(db: Db): Promise<PersonRow[]> {
+    return db.selectFrom('people').selectAll().where('kind', '=', 'operator').orderBy('created_at').orderBy('id').execute();
+  },
+
   async countMerchantAdmins(db: Db, merchantId: string): Promise<number> {
     const r = await db
       .selectFrom('people')
@@ -64,6 +68,10 @@ export const accountsRepository = {
     if (!session) return undefined;
     const person = await accountsRepository.personById(db, session.person_id);
     return person ? { session, person } : undefined;
+  },
+
+  async setViewAs(db: Db, idHash: string, merchantId: string | null): Promise<void> {
+    await db.updateTable('sessions').set({ view_as_merchant_id: merchantId }).where('id_hash', '=', idHash).execute();
   },
 
   async touchSession(db: Db, idHash: string, now: number): Promise<void> {

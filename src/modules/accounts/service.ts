@@ -5,6 +5,7 @@ import type { DB, PersonKind } from '../../db/types.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { type AuditService, OPERATOR_ROLES, type OperatorActor, type OperatorRole } from '../audit/service.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import type { Mailer } from './mail.ts';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.ts';
@@ -13,12 +14,44 @@ import { newRecoveryCode, newSecret, normaliseRecoveryCode, secretHash } from '.
 import { LoginThrottle } from './throttle.ts';
 
 export type MerchantRole = 'admin' | 'employee';
+
+export interface OperatorView {
+  id: string;
+  email: string;
+  name: string;
+  role: OperatorRole;
+  active: boolean;
+  twoFactor: boolean;
+  createdAt: number;
+}
+
+function toOperatorView(row: PersonRow): OperatorView {
+  return {
+    id: row.id,
+    email: row.email!,
+    name: row.name,
+    role: row.role as OperatorRole,
+    active: row.password_hash !== null,
+    twoFactor: row.totp_enabled_at !== null,
+    createdAt: row.created_at,
+  };
+}
 export const MERCHANT_ROLES: readonly MerchantRole[] = ['admin', 'employee'];
 
 /** The person on a web request (the web layer contract). `sessionId` is the session's public id (its hash), never the cookie. */
 export type Person =
-  | { kind: 'merchant'; id: string; merchantId: string; role: MerchantRole; email: string; name: string; sessionId: string }
-  | { kind: 'operator'; id: string; role: 'support' | 'finance' | 'admin'; email: string; name: string; sessionId: string }
+  | {
+      kind: 'merchant';
+      id: string;
+      merchantId: string;
+      role: MerchantRole;
+      email: string;
+      name: string;
+      sessionId: string;
+      /** An operator viewing the merchant's dashboard: every page reads, no action is allowed. */
+      viewAs?: { operatorName: string; merchantName?: string };
+    }
+  | { kind: 'operator'; id: string; role: OperatorRole; email: string; name: string; sessionId: string }
   | { kind: 'courier'; id: string; courierId: string; phone: string; name: string; sessionId: string };
 
 export interface MerchantUser {
@@ -51,6 +84,8 @@ export interface AccountsOptions {
   /** For the TOTP key's label in authenticator apps. */
   issuer: string;
   mailer?: Mailer;
+  /** Where operator invites and role changes are audited. */
+  audit?: AuditService;
 }
 
 export interface StartedSession {
@@ -74,9 +109,11 @@ export class AccountsService {
   readonly #opts: AccountsOptions;
   readonly #accountThrottle: LoginThrottle;
   readonly #addressThrottle: LoginThrottle;
+  readonly #audit: AuditService | undefined;
 
   constructor(db: Kysely<DB>, clock: Clock, opts: AccountsOptions) {
     this.#db = db;
+    this.#audit = opts.audit;
     this.#clock = clock;
     this.#opts = opts;
     this.#accountThrottle = new LoginThrottle(opts.failuresPerAccount, opts.failureWindowMs, clock);
@@ -135,6 +172,7 @@ export class AccountsService {
   async inviteMerchantUser(
     input: { merchantId: string; email: string; role: MerchantRole; name?: string },
     baseUrl: string,
+    by?: OperatorActor,
   ): Promise<{ user: MerchantUser; url: string; mailed: boolean }> {
     const email = checkEmail(input.email);
     let person = await accountsRepository.personByEmail(this.#db, 'merchant', email);
@@ -145,7 +183,7 @@ export class AccountsService {
       person = (await accountsRepository.updatePerson(this.#db, person.id, { role: input.role, updated_at: this.#clock.now() })) ?? person;
     }
     person ??= await this.createMerchantUser(input.merchantId, { email, role: input.role, name: input.name });
-    const url = await this.#link(person.id, 'invite', baseUrl);
+    const url = await this.#link(person.id, 'invite', baseUrl, '/dashboard', by && { merchantId: input.merchantId, email, role: input.role, by });
     const mailed = await this.#mail(email, 'You are invited to the merchant dashboard', [
       `You have been invited to the merchant delivery dashboard as ${person.role}.`,
       '',
@@ -163,7 +201,14 @@ export class AccountsService {
     return { url, mailed };
   }
 
-  async #link(personId: string, purpose: 'invite' | 'reset', baseUrl: string): Promise<string> {
+  async #link(
+    personId: string,
+    purpose: 'invite' | 'reset',
+    baseUrl: string,
+    app: '/dashboard' | '/ops' = '/dashboard',
+    /** An operator inviting a merchant's user: audited with the link. */
+    audited?: { merchantId: string; email: string; role: string; by: OperatorActor },
+  ): Promise<string> {
     const token = newSecret();
     const now = this.#clock.now();
     await inTransaction(this.#db, async (trx) => {
@@ -176,8 +221,17 @@ export class AccountsService {
         expires_at: now + this.#opts.linkTtlMs,
         used_at: null,
       });
+      if (audited) {
+        await this.#audit?.record(trx, audited.by, {
+          action: 'merchant.user_invite',
+          subjectType: 'merchant',
+          subjectId: audited.merchantId,
+          merchantId: audited.merchantId,
+          after: { email: audited.email, role: audited.role, personId },
+        });
+      }
     });
-    return `${baseUrl.replace(/\/+$/, '')}/dashboard/set-password?token=${token}`;
+    return `${baseUrl.replace(/\/+$/, '')}${app}/set-password?token=${token}`;
   }
 
   async #mail(to: string, subject: string, lines: string[]): Promise<boolean> {
@@ -233,6 +287,82 @@ export class AccountsService {
     });
   }
 
+  // Operators --------------------------------------------------------------------------------------
+
+  /**
+   * Invites an operator (support, finance, admin): a new person without a password, or one who has not
+   * set it yet, gets a one-time link (72 h) to /ops/set-password. TOTP is set up at their first login.
+   * `by` is the admin (or the CLI) who invites; the invite is audited in the same transaction.
+   */
+  async inviteOperator(
+    input: { email: string; role: OperatorRole; name?: string },
+    baseUrl: string,
+    by: OperatorActor,
+  ): Promise<{ operator: OperatorView; url: string; mailed: boolean }> {
+    const email = checkEmail(input.email);
+    if (!OPERATOR_ROLES.includes(input.role)) throw new AppError('VALIDATION_FAILED', 'The role must be support, finance or admin');
+    let person = await accountsRepository.personByEmail(this.#db, 'operator', email);
+    if (person && person.password_hash !== null) throw new AppError('EMAIL_TAKEN', `${email} already has an operator account`);
+    const now = this.#clock.now();
+    await inTransaction(this.#db, async (trx) => {
+      if (person) {
+        person = (await accountsRepository.updatePerson(trx, person.id, { role: input.role, updated_at: now })) ?? person;
+      } else {
+        person = {
+          id: newId(),
+          kind: 'operator',
+          merchant_id: null,
+          courier_id: null,
+          role: input.role,
+          email,
+          phone: null,
+          name: (input.name ?? '').trim().slice(0, 200) || email.split('@')[0],
+          password_hash: null,
+          totp_secret: null,
+          totp_enabled_at: null,
+          totp_last_step: null,
+          created_at: now,
+          updated_at: now,
+        };
+        await accountsRepository.insertPerson(trx, person);
+      }
+      await this.#audit?.record(trx, by, { action: 'operator.invite', subjectType: 'operator', subjectId: person.id, after: { email, role: input.role } });
+    });
+    const invited = person!;
+    const url = await this.#link(invited.id, 'invite', baseUrl, '/ops');
+    const mailed = await this.#mail(email, 'You are invited to the operator console', [
+      `You have been invited to the merchant delivery operator console as ${input.role}.`,
+      '',
+      'Set your password here (the link works once, for 72 hours); you will set up two-factor authentication at your first login:',
+      url,
+    ]);
+    return { operator: toOperatorView(invited), url, mailed };
+  }
+
+  async listOperators(): Promise<OperatorView[]> {
+    return (await accountsRepository.operators(this.#db)).map(toOperatorView);
+  }
+
+  /** Changes an operator's role (their sessions end) or removes them; audited. An admin cannot demote or remove themselves. */
+  async changeOperatorRole(personId: string, role: OperatorRole, by: OperatorActor): Promise<OperatorView> {
+    if (!OPERATOR_ROLES.includes(role)) throw new AppError('VALIDATION_FAILED', 'The role must be support, finance or admin');
+    if (by.kind === 'operator' && by.id === personId) throw new AppError('FORBIDDEN', 'You cannot change your own role: ask another admin');
+    return inTransaction(this.#db, async (trx) => {
+      const person = await accountsRepository.personById(trx, personId);
+      if (person?.kind !== 'operator') throw new AppError('PERSON_NOT_FOUND', `No operator ${personId}`);
+      const updated = await accountsRepository.updatePerson(trx, personId, { role, updated_at: this.#clock.now() });
+      await accountsRepository.deleteSessionsOf(trx, personId);
+      await this.#audit?.record(trx, by, {
+        action: 'operator.role',
+        subjectType: 'operator',
+        subjectId: personId,
+        before: { role: person.role },
+        after: { role },
+      });
+      return toOperatorView(updated!);
+    });
+  }
+
   // One-time links ---------------------------------------------------------------------------------
 
   /** The person a usable link is for; LINK_INVALID for an unknown, used or expired token (one answer for all three). */
@@ -285,9 +415,9 @@ export class AccountsService {
     return person;
   }
 
-  /** Whether the person must give a TOTP code (or a recovery code) after the password. */
+  /** Whether the person must give a TOTP code (or a recovery code) after the password; operators always (they set it up first). */
   needsSecondFactor(person: PersonRow): boolean {
-    return person.totp_enabled_at !== null;
+    return person.totp_enabled_at !== null || person.kind === 'operator';
   }
 
   /** Checks a TOTP code (each code works once) or a recovery code (single use). Failures count toward the login throttle. */
@@ -380,6 +510,20 @@ export class AccountsService {
     return found;
   }
 
+  /**
+   * "View as merchant": an operator's session opens that merchant's dashboard read-only (null stops).
+   * Who looked at which merchant goes into the audit log.
+   */
+  async setViewAs(sessionId: string, by: OperatorActor, merchantId: string | null): Promise<void> {
+    await inTransaction(this.#db, async (trx) => {
+      if (merchantId !== null && !(await merchantsRepository.find(trx, merchantId))) throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
+      await accountsRepository.setViewAs(trx, sessionId, merchantId);
+      if (merchantId !== null) {
+        await this.#audit?.record(trx, by, { action: 'merchant.view_as', subjectType: 'merchant', subjectId: merchantId, merchantId });
+      }
+    });
+  }
+
   async endSession(cookie: string): Promise<void> {
     await accountsRepository.deleteSession(this.#db, secretHash(cookie));
   }
@@ -470,6 +614,7 @@ export class AccountsService {
   async disableTotp(personId: string, password: string): Promise<void> {
     const person = await accountsRepository.personById(this.#db, personId);
     if (!person || !(await verifyPassword(person.password_hash, password))) throw new AppError('WRONG_PASSWORD', 'The password is not right');
+    if (person.kind === 'operator') throw new AppError('FORBIDDEN', 'Operators must keep two-factor authentication on');
     await inTransaction(this.#db, async (trx) => {
       await accountsRepository.updatePerson(trx, personId, { totp_secret: null, totp_enabled_at: null, totp_last_step: null, updated_at: this.#clock.now() });
       await accountsRepository.replaceRecoveryCodes(trx, personId, []);

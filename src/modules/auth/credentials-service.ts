@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { inTransaction } from '../../db/transaction.ts';
 import type { DB, Db } from '../../db/types.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { iso } from '../../lib/clock.ts';
 import { hashSecret } from '../../lib/credential-hash.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { type AuditService, checkReason, type OperatorActor } from '../audit/service.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { credentialsRepository } from './credentials-repository.ts';
 
@@ -30,10 +32,12 @@ export class CredentialsService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
   readonly #onChange: CredentialChanged;
-  constructor(db: Kysely<DB>, clock: Clock, onChange: CredentialChanged = () => {}) {
+  readonly #audit: AuditService | undefined;
+  constructor(db: Kysely<DB>, clock: Clock, onChange: CredentialChanged = () => {}, audit?: AuditService) {
     this.#db = db;
     this.#clock = clock;
     this.#onChange = onChange;
+    this.#audit = audit;
   }
 
   /** Issues a new credential set; earlier ones keep working (rotation). */
@@ -65,11 +69,68 @@ export class CredentialsService {
   }
 
   /** Disables a credential set: its tokens fail with CREDENTIALS_REVOKED, it can no longer get tokens. */
-  async revoke(clientId: string): Promise<void> {
-    const existing = await credentialsRepository.findByClientId(this.#db, clientId);
-    if (!existing) throw new AppError('CLIENT_NOT_FOUND', `No credential with client id ${clientId}`);
-    await credentialsRepository.revoke(this.#db, clientId, this.#clock.now());
+  async revoke(clientId: string, by?: OperatorActor, reason?: string): Promise<void> {
+    const why = by ? checkReason(reason ?? 'no reason given') : null;
+    await inTransaction(this.#db, async (trx) => {
+      const existing = await credentialsRepository.findByClientId(trx, clientId);
+      if (!existing) throw new AppError('CLIENT_NOT_FOUND', `No credential with client id ${clientId}`);
+      await credentialsRepository.revoke(trx, clientId, this.#clock.now());
+      if (by) {
+        await this.#audit?.record(trx, by, {
+          action: 'credential.revoke',
+          subjectType: 'credential',
+          subjectId: clientId,
+          merchantId: existing.merchant_id,
+          reason: why,
+          before: { status: existing.status },
+          after: { status: 'REVOKED' },
+        });
+      }
+    });
     this.#onChange(clientId);
+  }
+
+  /**
+   * Disables a merchant's API access: every active credential set is revoked (their tokens fail at
+   * once with CREDENTIALS_REVOKED). A merchant has no status of its own; issuing a new credential set
+   * gives access back. Audited as one action.
+   */
+  async revokeAll(merchantId: string, by: OperatorActor, reason: string): Promise<number> {
+    const why = checkReason(reason);
+    const revoked = await inTransaction(this.#db, async (trx) => {
+      const active = (await credentialsRepository.listByMerchant(trx, merchantId)).filter((c) => c.status === 'ACTIVE');
+      const now = this.#clock.now();
+      for (const c of active) await credentialsRepository.revoke(trx, c.client_id, now);
+      await this.#audit?.record(trx, by, {
+        action: 'merchant.disable',
+        subjectType: 'merchant',
+        subjectId: merchantId,
+        merchantId,
+        reason: why,
+        before: { activeCredentials: active.map((c) => c.client_id) },
+        after: { activeCredentials: [] },
+      });
+      return active.map((c) => c.client_id);
+    });
+    for (const clientId of revoked) this.#onChange(clientId);
+    return revoked.length;
+  }
+
+  /** An operator issues a new credential set for a merchant (the secret is returned only here); audited. */
+  async issueFor(merchantId: string, by: OperatorActor, reason: string): Promise<IssuedCredential> {
+    const why = checkReason(reason);
+    return inTransaction(this.#db, async (trx) => {
+      const issued = await this.issue(merchantId, trx);
+      await this.#audit?.record(trx, by, {
+        action: 'credential.issue',
+        subjectType: 'credential',
+        subjectId: issued.clientId,
+        merchantId,
+        reason: why,
+        after: { clientId: issued.clientId, status: 'ACTIVE' },
+      });
+      return issued;
+    });
   }
 
   /** A merchant revokes one of its own credential sets (the dashboard): another merchant's client id is not found, as a random one. */
@@ -81,10 +142,22 @@ export class CredentialsService {
   }
 
   /** Deletes a credential set: its tokens fail with CREDENTIALS_NOT_FOUND. */
-  async delete(clientId: string): Promise<void> {
-    if (!(await credentialsRepository.delete(this.#db, clientId))) {
-      throw new AppError('CLIENT_NOT_FOUND', `No credential with client id ${clientId}`);
-    }
+  async delete(clientId: string, by?: OperatorActor): Promise<void> {
+    await inTransaction(this.#db, async (trx) => {
+      const existing = await credentialsRepository.findByClientId(trx, clientId);
+      if (!existing || !(await credentialsRepository.delete(trx, clientId))) {
+        throw new AppError('CLIENT_NOT_FOUND', `No credential with client id ${clientId}`);
+      }
+      if (by) {
+        await this.#audit?.record(trx, by, {
+          action: 'credential.delete',
+          subjectType: 'credential',
+          subjectId: clientId,
+          merchantId: existing.merchant_id,
+          before: { status: existing.status },
+        });
+      }
+    });
     this.#onChange(clientId);
   }
 }

@@ -69,6 +69,28 @@ export const jobsRepository = {
   },
 
   /** Operators: clears the wrong-code count and the lock. False when there is no such transfer. */
+  /** Every courier's current jobs (the console's fleet view). */
+  async allActiveJobs(db: Db, limit: number): Promise<TransferRow[]> {
+    return db
+      .selectFrom('transfers')
+      .selectAll()
+      .where('courier_id', 'is not', null)
+      .where('state', 'in', ['courierAssigned', 'pickedUp', 'returning'])
+      .where('mode', '=', 'live')
+      .orderBy('updated_at')
+      .limit(limit)
+      .execute();
+  },
+
+  /** Live jobs waiting for a courier, oldest first (the console's map). */
+  async openJobs(db: Db, limit: number): Promise<TransferRow[]> {
+    return db.selectFrom('transfers').selectAll().where('state', '=', 'inProgress').where('mode', '=', 'live').orderBy('created_at').limit(limit).execute();
+  },
+
+  async lockState(db: Db, id: string): Promise<{ merchant_id: string; code_attempts: number; locked: number } | undefined> {
+    return db.selectFrom('transfers').select(['merchant_id', 'code_attempts', 'locked']).where('id', '=', id).executeTakeFirst();
+  },
+
   async unlock(db: Db, id: string, at: number): Promise<boolean> {
     const r = await db.updateTable('transfers').set({ code_attempts: 0, locked: 0, updated_at: at }).where('id', '=', id).executeTakeFirst();
     return r.numUpdatedRows > 0n;

@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
+import { inTransaction } from '../../db/transaction.ts';
 import type { DB, TransferState } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { hashSecret } from '../../lib/credential-hash.ts';
@@ -7,6 +8,7 @@ import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { minorToNumber } from '../../lib/money.ts';
 import { PHONE, SINGLE_LINE } from '../../lib/schemas.ts';
+import { type AuditService, checkReason, type OperatorActor } from '../audit/service.ts';
 import { distanceMetres } from '../tariffs/pricing.ts';
 import { nextStates } from '../transfers/lifecycle.ts';
 import { type TransferRow, transfersRepository } from '../transfers/repository.ts';
@@ -63,8 +65,17 @@ export class CouriersService {
   readonly #transfers: TransfersService;
   readonly #maxJobs: number;
   readonly #onCredentialChange: (clientId: string) => void;
-  constructor(opts: { db: Kysely<DB>; clock: Clock; transfers: TransfersService; maxJobsPerCourier: number; onCredentialChange: (clientId: string) => void }) {
+  readonly #audit: AuditService;
+  constructor(opts: {
+    db: Kysely<DB>;
+    clock: Clock;
+    transfers: TransfersService;
+    maxJobsPerCourier: number;
+    onCredentialChange: (clientId: string) => void;
+    audit: AuditService;
+  }) {
     this.#db = opts.db;
+    this.#audit = opts.audit;
     this.#clock = opts.clock;
     this.#transfers = opts.transfers;
     this.#maxJobs = opts.maxJobsPerCourier;
@@ -74,7 +85,7 @@ export class CouriersService {
   // --- Operators -------------------------------------------------------------------------------
 
   /** A courier account with its client credentials; the secret is returned only here. */
-  async create(name: string, phone: string): Promise<{ courier: CourierView; clientId: string; clientSecret: string }> {
+  async create(name: string, phone: string, by?: OperatorActor): Promise<{ courier: CourierView; clientId: string; clientSecret: string }> {
     const trimmed = name.trim();
     if (trimmed === '' || trimmed.length > 100 || !SINGLE_LINE_RE.test(trimmed)) {
       throw new AppError('VALIDATION_FAILED', 'Courier name must be 1 to 100 characters without control characters');
@@ -97,7 +108,16 @@ export class CouriersService {
       created_at: now,
       updated_at: now,
     };
-    await couriersRepository.insert(this.#db, row);
+    await inTransaction(this.#db, async (trx) => {
+      await couriersRepository.insert(trx, row);
+      if (by)
+        await this.#audit.record(trx, by, {
+          action: 'courier.create',
+          subjectType: 'courier',
+          subjectId: row.id,
+          after: { name: row.name, phone: row.phone, clientId },
+        });
+    });
     return { courier: view(row), clientId, clientSecret };
   }
 
@@ -106,16 +126,80 @@ export class CouriersService {
   }
 
   /** DISABLED couriers' tokens fail like revoked credentials (CREDENTIALS_REVOKED); their jobs stay as they are. */
-  async setStatus(id: string, status: 'ACTIVE' | 'DISABLED'): Promise<CourierView> {
-    const row = await couriersRepository.update(this.#db, id, { status, ...(status === 'DISABLED' ? { online: 0 } : {}), updated_at: this.#clock.now() });
-    if (!row) throw new AppError('COURIER_NOT_FOUND', `No courier ${id}`);
+  async setStatus(id: string, status: 'ACTIVE' | 'DISABLED', by?: OperatorActor, reason?: string): Promise<CourierView> {
+    const why = reason === undefined ? null : checkReason(reason);
+    const row = await inTransaction(this.#db, async (trx) => {
+      const before = await couriersRepository.find(trx, id);
+      if (!before) throw new AppError('COURIER_NOT_FOUND', `No courier ${id}`);
+      const after = await couriersRepository.update(trx, id, { status, ...(status === 'DISABLED' ? { online: 0 } : {}), updated_at: this.#clock.now() });
+      if (!after) throw new AppError('COURIER_NOT_FOUND', `No courier ${id}`);
+      if (by)
+        await this.#audit.record(trx, by, {
+          action: status === 'DISABLED' ? 'courier.disable' : 'courier.enable',
+          subjectType: 'courier',
+          subjectId: id,
+          reason: why,
+          before: { status: before.status, online: before.online === 1 },
+          after: { status: after.status, online: after.online === 1 },
+        });
+      return after;
+    });
     this.#onCredentialChange(row.client_id);
     return view(row);
   }
 
-  /** Clears a job's wrong-code count and lock. */
-  async unlock(transferId: string): Promise<void> {
-    if (!(await jobsRepository.unlock(this.#db, transferId, this.#clock.now()))) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${transferId}`);
+  /**
+   * The fleet as operators see it: every courier with its last position and current jobs, and the live
+   * jobs still waiting for a courier (at most 500 of each).
+   */
+  async fleet(): Promise<{
+    couriers: Array<CourierView & { position: { lat: number; lng: number; at: string } | null; jobs: Array<{ transferId: string; state: TransferState }> }>;
+    openJobs: Array<{ transferId: string; pickup: { lat: number; lng: number }; createdAt: string }>;
+  }> {
+    const [rows, active, open] = await Promise.all([
+      couriersRepository.list(this.#db),
+      jobsRepository.allActiveJobs(this.#db, 500),
+      jobsRepository.openJobs(this.#db, 500),
+    ]);
+    const jobs = new Map<string, Array<{ transferId: string; state: TransferState }>>();
+    for (const t of active) {
+      const list = jobs.get(t.courier_id!) ?? [];
+      list.push({ transferId: t.id, state: t.state });
+      jobs.set(t.courier_id!, list);
+    }
+    return {
+      couriers: rows.map((r) => ({
+        ...view(r),
+        position: r.lat !== null && r.lng !== null && r.location_at !== null ? { lat: r.lat, lng: r.lng, at: iso(r.location_at) } : null,
+        jobs: jobs.get(r.id) ?? [],
+      })),
+      openJobs: open.map((t) => ({ transferId: t.id, pickup: { lat: t.pickup_lat, lng: t.pickup_lng }, createdAt: iso(t.created_at) })),
+    };
+  }
+
+  /** Whether a job is locked after too many wrong codes (the console's unlock button). */
+  async lockStateOf(transferId: string): Promise<{ locked: boolean; codeAttempts: number }> {
+    const r = await jobsRepository.lockState(this.#db, transferId);
+    return { locked: r?.locked === 1, codeAttempts: r?.code_attempts ?? 0 };
+  }
+
+  /** Clears a job's wrong-code count and lock (audited). */
+  async unlock(transferId: string, by?: OperatorActor, reason?: string): Promise<void> {
+    const why = reason === undefined ? null : checkReason(reason);
+    await inTransaction(this.#db, async (trx) => {
+      const before = await jobsRepository.lockState(trx, transferId);
+      if (!before || !(await jobsRepository.unlock(trx, transferId, this.#clock.now()))) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${transferId}`);
+      if (by)
+        await this.#audit.record(trx, by, {
+          action: 'transfer.unlock',
+          subjectType: 'transfer',
+          subjectId: transferId,
+          merchantId: before.merchant_id,
+          reason: why,
+          before: { codeAttempts: before.code_attempts, locked: before.locked === 1 },
+          after: { codeAttempts: 0, locked: false },
+        });
+    });
   }
 
   // --- The courier itself -------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { formatMinor } from '../../lib/money.ts';
 import { SINGLE_LINE } from '../../lib/schemas.ts';
+import { type AuditService, actorLabel, checkReason, type OperatorActor } from '../audit/service.ts';
 import { type LedgerRow, type MerchantRow, merchantsRepository } from './repository.ts';
 
 export interface MerchantView {
@@ -29,6 +30,8 @@ export interface LedgerEntryView {
   balanceAfterMinor: number;
   transferId: string | null;
   note: string | null;
+  /** The operator who made it (top-ups), as "Name (role)" or "cli (user)"; null for charges and refunds. */
+  createdBy: string | null;
   createdAt: string;
 }
 
@@ -64,8 +67,10 @@ export class MerchantsService {
   readonly #issueCredential: IssueCredential;
   readonly #currency: string;
   readonly #limits = new Map<string, { value: number | null; until: number }>();
-  constructor(db: Kysely<DB>, clock: Clock, issueCredential: IssueCredential, currency: string) {
+  readonly #audit: AuditService;
+  constructor(db: Kysely<DB>, clock: Clock, issueCredential: IssueCredential, currency: string, audit: AuditService) {
     this.#db = db;
+    this.#audit = audit;
     this.#clock = clock;
     this.#issueCredential = issueCredential;
     this.#currency = currency;
@@ -75,7 +80,12 @@ export class MerchantsService {
    * Creates a merchant with a first credential set and an optional opening balance (a TOP_UP entry).
    * A sandbox merchant's money is play money and its transfers are driven by a simulated courier.
    */
-  async create(name: string, openingBalanceMinor = 0, mode: MerchantMode = 'live'): Promise<{ merchant: MerchantView; credential: IssuedCredential }> {
+  async create(
+    name: string,
+    openingBalanceMinor = 0,
+    mode: MerchantMode = 'live',
+    by?: OperatorActor,
+  ): Promise<{ merchant: MerchantView; credential: IssuedCredential }> {
     const trimmed = name.trim();
     // The API's text rules, so an operator cannot store what the API would refuse.
     if (trimmed === '' || trimmed.length > 200 || !SINGLE_LINE_RE.test(trimmed)) {
@@ -85,8 +95,17 @@ export class MerchantsService {
       const now = this.#clock.now();
       const row: MerchantRow = { id: newId(), name: trimmed, balance: 0, mode, created_at: now, updated_at: now };
       await merchantsRepository.insert(trx, row);
-      if (openingBalanceMinor > 0) row.balance = await this.#credit(trx, row.id, openingBalanceMinor, 'opening balance');
+      if (openingBalanceMinor > 0) row.balance = await this.#credit(trx, row.id, openingBalanceMinor, 'opening balance', by);
       const credential = await this.#issueCredential(row.id, trx);
+      if (by) {
+        await this.#audit.record(trx, by, {
+          action: 'merchant.create',
+          subjectType: 'merchant',
+          subjectId: row.id,
+          merchantId: row.id,
+          after: { name: row.name, mode, balance: formatMinor(row.balance), clientId: credential.clientId },
+        });
+      }
       return { merchant: this.#view(row), credential };
     });
   }
@@ -99,11 +118,25 @@ export class MerchantsService {
     return this.#view(await this.#require(this.#db, merchantId));
   }
 
-  async topUp(merchantId: string, amountMinor: number, note?: string): Promise<MerchantView> {
+  /** Adds money: a TOP_UP ledger entry; from an operator it names them with the reason, and an audit entry goes in the same transaction. */
+  async topUp(merchantId: string, amountMinor: number, reason?: string, by?: OperatorActor): Promise<MerchantView> {
     if (!Number.isSafeInteger(amountMinor) || amountMinor <= 0) throw new AppError('VALIDATION_FAILED', 'Top-up amount must be positive');
+    // Operators (console, CLI) give a reason; internal callers (seeding, tests) may not.
+    const note = by || reason !== undefined ? checkReason(reason) : null;
     return inTransaction(this.#db, async (trx) => {
       const row = await this.#require(trx, merchantId);
-      row.balance = await this.#credit(trx, merchantId, amountMinor, note ?? null);
+      const before = row.balance;
+      row.balance = await this.#credit(trx, merchantId, amountMinor, note, by);
+      if (by)
+        await this.#audit.record(trx, by, {
+          action: 'merchant.top_up',
+          subjectType: 'merchant',
+          subjectId: merchantId,
+          merchantId,
+          reason: note,
+          before: { balance: formatMinor(before) },
+          after: { balance: formatMinor(row.balance), amount: formatMinor(amountMinor) },
+        });
       return this.#view(row);
     });
   }
@@ -141,13 +174,33 @@ export class MerchantsService {
    * The operator's per-merchant request limit (requests a minute on the merchant API); null returns the
    * merchant to the configured default. Every instance applies it within RATE_LIMIT_CACHE_MS (1 s).
    */
-  async setRateLimit(merchantId: string, perMinute: number | null): Promise<{ merchantId: string; rateLimitPerMinute: number | null }> {
+  async setRateLimit(
+    merchantId: string,
+    perMinute: number | null,
+    by?: OperatorActor,
+    reason?: string,
+  ): Promise<{ merchantId: string; rateLimitPerMinute: number | null }> {
     if (perMinute !== null && (!Number.isSafeInteger(perMinute) || perMinute < 1 || perMinute > MAX_RATE_LIMIT)) {
       throw new AppError('VALIDATION_FAILED', `A merchant's limit must be a whole number of requests a minute from 1 to ${MAX_RATE_LIMIT}`);
     }
-    if (!(await merchantsRepository.setRateLimit(this.#db, merchantId, perMinute, this.#clock.now()))) {
-      throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
-    }
+    const why = by && reason !== undefined ? checkReason(reason) : null;
+    await inTransaction(this.#db, async (trx) => {
+      const before = await merchantsRepository.rateLimit(trx, merchantId);
+      if (!(await merchantsRepository.setRateLimit(trx, merchantId, perMinute, this.#clock.now()))) {
+        throw new AppError('MERCHANT_NOT_FOUND', `No merchant ${merchantId}`);
+      }
+      if (by) {
+        await this.#audit.record(trx, by, {
+          action: 'merchant.rate_limit',
+          subjectType: 'merchant',
+          subjectId: merchantId,
+          merchantId,
+          reason: why,
+          before: { rateLimitPerMinute: before },
+          after: { rateLimitPerMinute: perMinute },
+        });
+      }
+    });
     this.#limits.delete(merchantId);
     return { merchantId, rateLimitPerMinute: perMinute };
   }
@@ -200,7 +253,7 @@ export class MerchantsService {
     return { opening: formatMinor(opening), closing: formatMinor(closing), change: formatMinor(closing - opening), currency: this.#currency };
   }
 
-  async #credit(trx: Db, merchantId: string, amountMinor: number, note: string | null): Promise<number> {
+  async #credit(trx: Db, merchantId: string, amountMinor: number, note: string | null, by?: OperatorActor): Promise<number> {
     const now = this.#clock.now();
     const balance = await merchantsRepository.adjustBalance(trx, merchantId, amountMinor, now);
     // The merchant exists (the caller checked or just created it): only the upper bound can refuse a credit.
@@ -214,6 +267,7 @@ export class MerchantsService {
       transfer_id: null,
       note,
       created_at: now,
+      created_by: by ? actorLabel(by) : null,
     });
     return balance;
   }
@@ -247,6 +301,7 @@ function toEntryView(e: LedgerRow): LedgerEntryView {
     balanceAfterMinor: e.balance_after,
     transferId: e.transfer_id,
     note: e.note,
+    createdBy: e.created_by ?? null,
     createdAt: iso(e.created_at),
   };
 }

@@ -5,6 +5,8 @@ import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { parseDecimal } from '../../lib/money.ts';
 import { compileStrict } from '../../lib/validation.ts';
+import { type AuditService, checkReason, type OperatorActor } from '../audit/service.ts';
+import { type PricedProduct, type PricingInput, priceAll } from './pricing.ts';
 import { TariffDocument } from './schemas.ts';
 
 const DEFAULT_TARIFF = JSON.parse(readFileSync(new URL('./default-tariff.json', import.meta.url), 'utf8')) as TariffDocument;
@@ -31,10 +33,23 @@ export function validateTariff(value: unknown): { ok: true; value: TariffDocumen
 export class TariffsService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
+  readonly #audit: AuditService;
   #cached: Tariff | undefined;
-  constructor(db: Kysely<DB>, clock: Clock) {
+  constructor(db: Kysely<DB>, clock: Clock, audit: AuditService) {
     this.#db = db;
     this.#clock = clock;
+    this.#audit = audit;
+  }
+
+  /** A document checked as set() would check it, without storing it (the console's preview). */
+  validate(document: unknown): TariffDocument {
+    const result = validateTariff(document);
+    if (!result.ok) {
+      throw new AppError('VALIDATION_FAILED', `Invalid tariff:\n  ${result.errors.join('\n  ')}`, {
+        errors: result.errors.map((e) => ({ path: e.split(' ')[0], message: e.slice(e.indexOf(' ') + 1) })),
+      });
+    }
+    return result.value;
   }
 
   async current(db: Db = this.#db): Promise<Tariff> {
@@ -47,22 +62,50 @@ export class TariffsService {
     return this.#cached;
   }
 
-  /** Validates and stores a new version; an invalid document changes nothing. */
-  async set(document: unknown): Promise<Tariff> {
-    const result = validateTariff(document);
-    if (!result.ok) {
-      throw new AppError('VALIDATION_FAILED', `Invalid tariff:\n  ${result.errors.join('\n  ')}`, {
-        errors: result.errors.map((e) => ({ path: e.split(' ')[0], message: e.slice(e.indexOf(' ') + 1) })),
-      });
-    }
+  /**
+   * What a sample request would be quoted under the tariff in force and under a proposed document
+   * (validated as set() validates it), per product, before an operator saves it.
+   */
+  async preview(
+    document: unknown,
+    sample: PricingInput,
+  ): Promise<{ metres: number; products: Array<{ key: string; name: string; current: PricedProduct | null; proposed: PricedProduct | null }> }> {
+    const proposed = priceAll(this.validate(document), sample);
+    const current = priceAll((await this.current()).document, sample);
+    const keys = [...new Set([...Object.keys(current.products), ...Object.keys(proposed.products)])];
+    return {
+      metres: proposed.metres,
+      products: keys.map((key) => ({
+        key,
+        name: proposed.products[key]?.name ?? current.products[key]?.name ?? key,
+        current: current.products[key] ?? null,
+        proposed: proposed.products[key] ?? null,
+      })),
+    };
+  }
+
+  /** Validates and stores a new version (audited with the operator and reason in the same transaction); an invalid document changes nothing. */
+  async set(document: unknown, by?: OperatorActor, reason?: string): Promise<Tariff> {
+    const value = this.validate(document);
+    const why = reason === undefined ? null : checkReason(reason);
     return this.#db.transaction().execute(async (trx) => {
       const latest = await trx.selectFrom('tariffs').select('version').orderBy('version', 'desc').limit(1).executeTakeFirst();
       const version = (latest?.version ?? 0) + 1;
       await trx
         .insertInto('tariffs')
-        .values({ version, document: JSON.stringify(result.value), created_at: this.#clock.now() })
+        .values({ version, document: JSON.stringify(value), created_at: this.#clock.now() })
         .execute();
-      return { version, document: result.value };
+      const previous = latest ? await trx.selectFrom('tariffs').select('document').where('version', '=', latest.version).executeTakeFirst() : undefined;
+      if (by)
+        await this.#audit.record(trx, by, {
+          action: 'tariff.set',
+          subjectType: 'tariff',
+          subjectId: String(version),
+          reason: why,
+          before: { version: latest?.version ?? 0, document: previous ? JSON.parse(previous.document) : DEFAULT_TARIFF },
+          after: { version, document: value },
+        });
+      return { version, document: value };
     });
   }
 }

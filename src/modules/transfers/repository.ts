@@ -17,6 +17,8 @@ export interface TransferListFilter {
   id?: string;
   trackingCode?: string;
   recipientPhone?: string;
+  /** Operators only: the code shown at the warehouse. */
+  transferCode?: string;
   /** Keyset cursor: rows strictly older than (createdAt, id). */
   before?: { createdAt: number; id: string };
   limit: number;
@@ -78,6 +80,7 @@ export const transfersRepository = {
     if (f.id !== undefined) q = q.where('id', '=', f.id);
     if (f.trackingCode !== undefined) q = q.where('tracking_code', '=', f.trackingCode);
     if (f.recipientPhone !== undefined) q = q.where('recipient_phone', '=', f.recipientPhone);
+    if (f.transferCode !== undefined) q = q.where('transfer_code', '=', f.transferCode);
     const before = f.before;
     if (before) {
       q = q.where((eb) => eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]));

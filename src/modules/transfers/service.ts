@@ -8,6 +8,7 @@ import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
 import { formatMinor, minorToNumber, parseMajorAmount } from '../../lib/money.ts';
+import { type AuditService, checkReason, type OperatorActor, actorId as operatorActorId } from '../audit/service.ts';
 import { eventsRepository } from '../events/repository.ts';
 import { type Event, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
@@ -62,6 +63,8 @@ export interface Actor {
   merchantId?: string;
   /** The courier (accept): its id and the first name merchants see. */
   courier?: { id: string | null; firstName: string };
+  /** The operator (console or CLI): the event names them and the change is audited in its transaction. */
+  operator?: OperatorActor;
 }
 
 export interface TransitionRequest {
@@ -93,6 +96,8 @@ export interface TransfersOptions {
   /** Base of trackingUrl (PUBLIC_BASE_URL); unset: the URL is the path alone. */
   publicBaseUrl?: string;
   transferCode?: () => string;
+  /** Where operators' changes are audited (in the change's transaction). */
+  audit?: AuditService;
 }
 
 export interface TransferPage {
@@ -129,6 +134,7 @@ const EXPORT_BATCH = 500;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TRACKING_CODE = /^[A-Za-z0-9_-]{22}$/;
 const PHONE_QUERY = /^\+?[0-9 ()-]{5,40}$/;
+const TRANSFER_CODE = /^[A-Za-z0-9]{4}-[A-Za-z0-9]{4}$/;
 
 /** The simulated courier that drives sandbox transfers. */
 const SANDBOX_COURIER = { id: null, firstName: 'Sandbox' };
@@ -138,12 +144,15 @@ const SANDBOX_AUTO_NEXT: Partial<Record<TransferState, TransferState>> = { inPro
 export class TransfersService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
-  readonly #opts: Required<Omit<TransfersOptions, 'publicBaseUrl'>>;
+  readonly #opts: Required<Omit<TransfersOptions, 'publicBaseUrl' | 'audit'>>;
+  readonly #audit: AuditService | undefined;
   readonly #toTransfer: (row: TransferRow) => Transfer;
   constructor(db: Kysely<DB>, clock: Clock, opts: TransfersOptions) {
     this.#db = db;
     this.#clock = clock;
-    this.#opts = { transferCode: newTransferCode, ...opts };
+    const { audit, ...rest } = opts;
+    this.#opts = { transferCode: newTransferCode, ...rest };
+    this.#audit = audit;
     const base = opts.publicBaseUrl ?? '';
     this.#toTransfer = (row) => toTransfer(row, base);
   }
@@ -345,6 +354,13 @@ export class TransfersService {
     return (await eventsRepository.forTransfer(this.#db, row.merchant_id, id)).map(toEvent);
   }
 
+  /** Operators: the timeline with who made each change (a courier's id, an operator's person id, or "cli:<machine user>"). */
+  async eventsWithActors(id: string): Promise<Array<Event & { actorId: string | null }>> {
+    const row = await transfersRepository.findAny(this.#db, id);
+    if (!row) throw new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
+    return (await eventsRepository.forTransfer(this.#db, row.merchant_id, id)).map((e) => ({ ...toEvent(e), actorId: e.actor_id }));
+  }
+
   /** Newest first, filtered; merchantId undefined lists every merchant's (operators). */
   async list(merchantId: string | undefined, query: TransferListQuery): Promise<TransferPage> {
     const limit = query.limit ?? 50;
@@ -364,15 +380,27 @@ export class TransfersService {
 
   /**
    * The dashboard's list: the API's filters, plus one search box that takes a transfer id, a tracking
-   * code (or the tracking URL) or the recipient's phone in any spacing; always one merchant's transfers.
+   * code (or the tracking URL) or the recipient's phone in any spacing; one merchant's transfers, or
+   * (merchantId undefined: the operator console) every merchant's, where the transfer code also matches.
    */
   async search(merchantId: string, query: TransferSearch): Promise<TransferPage> {
+    const { rows, nextCursor } = await this.#search(merchantId, query);
+    return { items: rows.map(this.#toTransfer), ...(nextCursor ? { nextCursor } : {}) };
+  }
+
+  /** The console's search: every merchant's transfers (the transfer code matches too), each with its merchant. */
+  async searchAny(query: TransferSearch & { merchantId?: string }): Promise<{ items: Array<Transfer & { merchantId: string }>; nextCursor?: string }> {
+    const { rows, nextCursor } = await this.#search(query.merchantId, query);
+    return { items: rows.map((r) => ({ ...this.#toTransfer(r), merchantId: r.merchant_id })), ...(nextCursor ? { nextCursor } : {}) };
+  }
+
+  async #search(merchantId: string | undefined, query: TransferSearch): Promise<{ rows: TransferRow[]; nextCursor?: string }> {
     const errors: { path: string; message: string }[] = [];
     if (query.state !== undefined && !(TRANSFER_STATES as readonly string[]).includes(query.state)) {
       errors.push({ path: '/state', message: `must be one of ${TRANSFER_STATES.join(', ')}` });
     }
     if (query.warehouseId !== undefined && !UUID.test(query.warehouseId)) errors.push({ path: '/warehouseId', message: 'must be a warehouse id' });
-    const search = query.q === undefined ? {} : parseSearch(query.q);
+    const search = query.q === undefined ? {} : parseSearch(query.q, merchantId === undefined);
     if (!search) errors.push({ path: '/q', message: 'search by a transfer id, a tracking code or link, or the recipient phone' });
     if (errors.length)
       throw new AppError('VALIDATION_FAILED', `Search failed validation: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`, { errors });
@@ -388,7 +416,7 @@ export class TransfersService {
     });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { items: page.map(this.#toTransfer), ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}) };
+    return { rows: page, ...(rows.length > limit ? { nextCursor: encodeTimeCursor(last) } : {}) };
   }
 
   /**
@@ -445,16 +473,20 @@ export class TransfersService {
     );
   }
 
-  /** Support cancels any transfer that has not ended, with a full refund; audited as an operator event. */
-  async operatorCancel(id: string, note: string): Promise<Transfer> {
-    return this.#applied(await this.transition(id, { to: 'cancelled', actor: { type: 'operator' }, reason: OPERATOR_CANCELLATION_REASON, comment: note }));
+  /** Support cancels any transfer that has not ended, with a full refund; an operator event naming them, and an audit entry. */
+  async operatorCancel(id: string, note: string, by?: OperatorActor): Promise<Transfer> {
+    const reason = checkReason(note);
+    return this.#applied(
+      await this.transition(id, { to: 'cancelled', actor: { type: 'operator', operator: by }, reason: OPERATOR_CANCELLATION_REASON, comment: reason }),
+    );
   }
 
-  /** Support moves a transfer through any allowed transition (as if the courier had), audited as an operator event. */
-  async operatorAdvance(id: string, to: TransferState, note: string): Promise<Transfer> {
-    if (to === 'cancelled') return this.operatorCancel(id, note);
+  /** Support moves a transfer through any allowed transition (as if the courier had); an operator event naming them, and an audit entry. */
+  async operatorAdvance(id: string, to: TransferState, note: string, by?: OperatorActor): Promise<Transfer> {
+    if (to === 'cancelled') return this.operatorCancel(id, note, by);
+    const comment = checkReason(note);
     const reason = to === 'returning' ? 'OTHER' : undefined;
-    return this.#applied(await this.transition(id, { to, actor: { type: 'operator' }, reason, comment: note }));
+    return this.#applied(await this.transition(id, { to, actor: { type: 'operator', operator: by }, reason, comment }));
   }
 
   /**
@@ -573,10 +605,22 @@ export class TransfersService {
             type: rule.event,
             state: req.to,
             actor_type: actor.type,
-            actor_id: actor.courier?.id ?? null,
+            actor_id: actor.courier?.id ?? (actor.operator ? operatorActorId(actor.operator) : null),
             data: JSON.stringify(eventData(row, updated, req, refund)),
             occurred_at: now,
           });
+          if (actor.operator) {
+            if (!this.#audit) throw new Error('an operator change needs the audit log');
+            await this.#audit.record(trx, actor.operator, {
+              action: req.to === 'cancelled' ? 'transfer.cancel' : 'transfer.advance',
+              subjectType: 'transfer',
+              subjectId: id,
+              merchantId: updated.merchant_id,
+              reason: req.comment ?? null,
+              before: { state: row.state, refundedAmount: minorToNumber(row.refunded_amount) },
+              after: { state: updated.state, refundedAmount: minorToNumber(updated.refunded_amount) },
+            });
+          }
           return this.#toTransfer(updated);
         }
       },
@@ -617,9 +661,11 @@ function instant(value: string | undefined, name: string): number | undefined {
 export const phoneDigits = (phone: string): string => phone.replace(/[^0-9]/g, '');
 
 /** One search box, three kinds of exact match; undefined when the text is none of them. */
-function parseSearch(raw: string): Pick<TransferListFilter, 'id' | 'trackingCode' | 'recipientPhone'> | undefined {
+function parseSearch(raw: string, withTransferCode = false): Pick<TransferListFilter, 'id' | 'trackingCode' | 'recipientPhone' | 'transferCode'> | undefined {
   // A leading apostrophe is the CSV export's formula guard, copied along with a tracking code.
   let q = raw.trim().replace(/^'/, '');
+  // The transfer code (shown at the warehouse) is for operators: merchants' searches never match it.
+  if (withTransferCode && TRANSFER_CODE.test(q)) return { transferCode: q.toUpperCase() };
   const track = /\/track\/([A-Za-z0-9_-]+)\/?$/.exec(q); // a pasted tracking link
   if (track) q = track[1];
   if (UUID.test(q)) return { id: q.toLowerCase() };

@@ -196,6 +196,37 @@ export const webhooksRepository = {
     return Number(r.numUpdatedRows) === 1;
   },
 
+  /** Deliveries due now and the oldest of them (its wait is the outbox lag). */
+  async dueSummary(db: Db, now: number): Promise<{ due: number; oldestDueAt: number | null; pending: number }> {
+    const due = await db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min<number>('next_attempt_at').as('oldest')])
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .executeTakeFirstOrThrow();
+    const pending = await db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('status', '=', 'pending')
+      .executeTakeFirstOrThrow();
+    return { due: Number(due.n), oldestDueAt: due.oldest === null ? null : Number(due.oldest), pending: Number(pending.n) };
+  },
+
+  /** The deliveries of these messages (a transfer's events), oldest first: the console's "webhooks sent for it". */
+  async deliveriesOfMessages(db: Db, messageIds: string[]): Promise<Array<DeliveryRow & { url: string }>> {
+    if (messageIds.length === 0) return [];
+    return db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .selectAll('d')
+      .select('e.url')
+      .where('d.message_id', 'in', messageIds)
+      .orderBy('d.created_at')
+      .orderBy('d.id')
+      .limit(500)
+      .execute();
+  },
+
   async insertAttempt(db: Db, row: AttemptRow): Promise<void> {
     await db.insertInto('webhook_attempts').values(row).execute();
   },

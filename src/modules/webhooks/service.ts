@@ -6,6 +6,7 @@ import { type Clock, iso } from '../../lib/clock.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { type AuditService, checkReason, type OperatorActor } from '../audit/service.ts';
 import { eventsRepository } from '../events/repository.ts';
 import { checkDestination, DestinationRefused, hostOf, type Resolver } from './destination.ts';
 import { type AttemptRow, type EndpointRow, webhooksRepository } from './repository.ts';
@@ -26,6 +27,8 @@ export interface WebhooksOptions {
   allowPrivate: boolean;
   maxEndpointsPerMerchant?: number;
   resolve?: Resolver;
+  /** Where operators' replays are audited. */
+  audit?: AuditService;
 }
 
 /** Old and new secrets both sign for this long after a rotation. */
@@ -36,7 +39,11 @@ const REPLAY_LIMIT = 10_000;
 export class WebhooksService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
-  readonly #opts: Required<Omit<WebhooksOptions, 'resolve'>> & { resolve?: Resolver };
+  readonly #opts: Required<Omit<WebhooksOptions, 'resolve' | 'audit'>> & { resolve?: Resolver; audit?: AuditService };
+
+  get #audit(): AuditService | undefined {
+    return this.#opts.audit;
+  }
 
   constructor(db: Kysely<DB>, clock: Clock, opts: WebhooksOptions) {
     this.#db = db;
@@ -142,14 +149,77 @@ export class WebhooksService {
     return { queued, webhookId: messageId };
   }
 
+  /**
+   * Operators: the outbox's health (deliveries pending, due now, and how long the oldest due one has
+   * waited: the lag) and the endpoints failing now (failing since a time, or disabled by the service).
+   */
+  async health(): Promise<{
+    pending: number;
+    due: number;
+    lagSeconds: number;
+    failing: Array<{ id: string; merchantId: string; url: string; status: string; disabledReason: string | null; failingSince: string | null }>;
+  }> {
+    const now = this.#clock.now();
+    const summary = await webhooksRepository.dueSummary(this.#db, now);
+    const rows = await webhooksRepository.listEndpoints(this.#db, undefined);
+    return {
+      pending: summary.pending,
+      due: summary.due,
+      lagSeconds: summary.oldestDueAt === null ? 0 : Math.max(0, Math.round((now - summary.oldestDueAt) / 1000)),
+      failing: rows
+        .filter((r) => r.failing_since !== null || (r.status === 'DISABLED' && r.disabled_reason !== 'MERCHANT'))
+        .map((r) => ({
+          id: r.id,
+          merchantId: r.merchant_id,
+          url: r.url,
+          status: r.status,
+          disabledReason: r.disabled_reason,
+          failingSince: r.failing_since === null ? null : new Date(Number(r.failing_since)).toISOString(),
+        })),
+    };
+  }
+
+  /** Operators: what was sent (or is queued) to any endpoint for these events, e.g. one transfer's timeline. */
+  async deliveriesOfEvents(
+    eventIds: string[],
+  ): Promise<Array<{ id: string; endpointId: string; url: string; eventType: string; eventId: string; status: string; attempts: number; updatedAt: string }>> {
+    return (await webhooksRepository.deliveriesOfMessages(this.#db, eventIds)).map((d) => ({
+      id: d.id,
+      endpointId: d.endpoint_id,
+      url: d.url,
+      eventType: d.event_type,
+      eventId: d.message_id,
+      status: d.status,
+      attempts: d.attempts,
+      updatedAt: new Date(Number(d.updated_at)).toISOString(),
+    }));
+  }
+
   /** Delivers again every event since `since` (same webhook-id: receivers that kept it ignore it). */
-  async replay(merchantId: string | undefined, id: string, req: ReplayRequest): Promise<Queued> {
+  async replay(merchantId: string | undefined, id: string, req: ReplayRequest, by?: OperatorActor, reason?: string): Promise<Queued> {
+    const why = by ? checkReason(reason) : null;
     const endpoint = merchantId === undefined ? await webhooksRepository.findEndpointAny(this.#db, id) : await this.#require(merchantId, id);
     if (!endpoint) throw notFound(id);
     if (endpoint.status !== 'ENABLED') throw disabled(endpoint);
-    const queued = await inTransaction(this.#db, async (trx) =>
-      webhooksRepository.replay(trx, endpoint, await eventsRepository.since(trx, endpoint.merchant_id, Date.parse(req.since), REPLAY_LIMIT), this.#clock.now()),
-    );
+    const queued = await inTransaction(this.#db, async (trx) => {
+      const n = await webhooksRepository.replay(
+        trx,
+        endpoint,
+        await eventsRepository.since(trx, endpoint.merchant_id, Date.parse(req.since), REPLAY_LIMIT),
+        this.#clock.now(),
+      );
+      if (by) {
+        await this.#audit?.record(trx, by, {
+          action: 'webhook.replay',
+          subjectType: 'webhook_endpoint',
+          subjectId: endpoint.id,
+          merchantId: endpoint.merchant_id,
+          reason: why,
+          after: { since: req.since, queued: n },
+        });
+      }
+      return n;
+    });
     return { queued };
   }
 
