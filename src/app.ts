@@ -28,6 +28,7 @@ import { webhookRoutes } from './modules/webhooks/routes.ts';
 import type { Metrics } from './observability/metrics.ts';
 import { registerMetrics } from './observability/routes.ts';
 import { createServices, type Services } from './services.ts';
+import { courierAppPages } from './web/courier-app/index.ts';
 import { dashboardPages } from './web/dashboard/index.ts';
 import { webPlugin } from './web/plugin.ts';
 
@@ -146,6 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (web) => {
     await web.register(webPlugin, { config });
     await web.register(dashboardPages, { prefix: '/dashboard' });
+    await web.register(courierAppPages, { prefix: '/courier-app' });
   });
   return app;
 }

@@ -45,6 +45,8 @@ export interface Config {
   sandboxStepSeconds: number;
   /** How many active jobs (accepted, not ended) one courier may hold. */
   maxJobsPerCourier: number;
+  /** The support line the courier app shows (e.g. when a job is locked after wrong codes); unset: "call your dispatcher". */
+  supportPhone: string | undefined;
   /** Whether this instance runs the scheduler (assignment timeouts, sandbox steps). */
   schedulerEnabled: boolean;
   schedulerIntervalMs: number;
@@ -179,6 +181,11 @@ export function loadConfig(env: Env = process.env): Config {
 
   const publicBaseUrl = parsePublicBaseUrl(str('PUBLIC_BASE_URL', ''), problems);
 
+  const supportPhone = str('SUPPORT_PHONE', '') || undefined;
+  if (supportPhone !== undefined && !/^\+?[0-9 ()-]{3,30}$/.test(supportPhone)) {
+    problems.push(`SUPPORT_PHONE must be a phone number (digits with optional +, spaces, dashes, parentheses), got "${supportPhone.slice(0, 40)}"`);
+  }
+
   const trustProxyRaw = str('TRUST_PROXY', 'false');
   const trustProxy = parseTrustProxy(trustProxyRaw);
   if (trustProxy === undefined) {
@@ -221,6 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
     assignmentTimeoutMinutes: int('ASSIGNMENT_TIMEOUT_MINUTES', 60, 1, 10_080),
     sandboxStepSeconds: int('SANDBOX_STEP_SECONDS', 10, 0, 86_400),
     maxJobsPerCourier: int('MAX_JOBS_PER_COURIER', 1, 1, 100),
+    supportPhone,
     schedulerEnabled: bool('SCHEDULER_ENABLED', true),
     schedulerIntervalMs: int('SCHEDULER_INTERVAL_SECONDS', 5, 1, 3600) * 1000,
     metricsToken,

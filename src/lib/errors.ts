@@ -56,6 +56,7 @@ export const ERRORS = {
   PERSON_NOT_FOUND: { status: 404, title: 'Person not found' },
   LINK_INVALID: { status: 410, title: 'Link invalid or expired' },
   EMAIL_TAKEN: { status: 409, title: 'E-mail already in use' },
+  PHONE_TAKEN: { status: 409, title: 'Phone number already in use' },
   LAST_ADMIN: { status: 409, title: 'Last admin' },
   PASSWORD_REJECTED: { status: 422, title: 'Password rejected' },
   WRONG_PASSWORD: { status: 422, title: 'Wrong password' },

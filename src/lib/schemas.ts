@@ -162,6 +162,7 @@ const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<strin
   PERSON_NOT_FOUND: { detail: `No user ${EXAMPLE_IDS.warehouse}` },
   LINK_INVALID: { detail: 'This link is invalid, used or expired: ask an admin for a new one' },
   EMAIL_TAKEN: { detail: 'ana@example.com already has an account' },
+  PHONE_TAKEN: { detail: 'Another courier already logs in with +7 900 000-00-00' },
   LAST_ADMIN: { detail: 'A merchant needs at least one admin: make someone else admin first' },
   PASSWORD_REJECTED: { detail: 'The password must be at least 12 characters long' },
   WRONG_PASSWORD: { detail: 'The current password is not right' },

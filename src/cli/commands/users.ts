@@ -3,7 +3,7 @@ import type { Config } from '../../config.ts';
 import { group, leaf, type Output, text, withRuntime } from '../context.ts';
 
 /** Where one-time links point: PUBLIC_BASE_URL, or this server's own address. */
-function linkBase(config: Config): string {
+export function linkBase(config: Config): string {
   if (config.publicBaseUrl) return config.publicBaseUrl;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   return `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`;

@@ -5,6 +5,7 @@ import type { DB, PersonKind } from '../../db/types.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { couriersRepository } from '../couriers/repository.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import type { Mailer } from './mail.ts';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.ts';
@@ -65,6 +66,8 @@ const RECOVERY_CODES = 10;
 const TOTP_PERIOD = 30;
 
 export const normaliseEmail = (email: string): string => email.trim().toLowerCase();
+/** A phone number as its digits only: "+7 900 000-00-01" and "79000000001" are the same courier. */
+export const phoneDigits = (phone: string): string => phone.replace(/\D/g, '');
 const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
 /** People, passwords, sessions, one-time links, second factor. The rules live here; web pages and the CLI call it. */
@@ -163,7 +166,7 @@ export class AccountsService {
     return { url, mailed };
   }
 
-  async #link(personId: string, purpose: 'invite' | 'reset', baseUrl: string): Promise<string> {
+  async #link(personId: string, purpose: 'invite' | 'reset', baseUrl: string, path = '/dashboard/set-password'): Promise<string> {
     const token = newSecret();
     const now = this.#clock.now();
     await inTransaction(this.#db, async (trx) => {
@@ -177,7 +180,7 @@ export class AccountsService {
         used_at: null,
       });
     });
-    return `${baseUrl.replace(/\/+$/, '')}/dashboard/set-password?token=${token}`;
+    return `${baseUrl.replace(/\/+$/, '')}${path}?token=${token}`;
   }
 
   async #mail(to: string, subject: string, lines: string[]): Promise<boolean> {
@@ -233,6 +236,66 @@ export class AccountsService {
     });
   }
 
+  // Couriers -----------------------------------------------------------------------------------------
+
+  /**
+   * The one-time activation link of a courier account (72 h): on it the courier sets a password and
+   * from then on logs in to the courier app with the phone number and that password. The first link
+   * creates the courier's person (kind courier, linked to the courier record); a later one replaces
+   * any unused link and, once a password is set, works as a reset. PHONE_TAKEN when another courier
+   * person already has the phone number.
+   */
+  async courierActivationLink(courierId: string, baseUrl: string): Promise<{ url: string; personId: string; purpose: 'invite' | 'reset' }> {
+    const courier = await couriersRepository.find(this.#db, courierId);
+    if (!courier) throw new AppError('COURIER_NOT_FOUND', `No courier ${courierId}`);
+    let person = await accountsRepository.personByCourier(this.#db, courierId);
+    if (!person) {
+      const now = this.#clock.now();
+      const row: PersonRow = {
+        id: newId(),
+        kind: 'courier',
+        merchant_id: null,
+        courier_id: courierId,
+        role: null,
+        email: null,
+        phone: phoneDigits(courier.phone),
+        name: courier.name,
+        password_hash: null,
+        totp_secret: null,
+        totp_enabled_at: null,
+        totp_last_step: null,
+        created_at: now,
+        updated_at: now,
+      };
+      try {
+        await accountsRepository.insertPerson(this.#db, row);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new AppError('PHONE_TAKEN', `Another courier already logs in with ${courier.phone}`);
+        throw err;
+      }
+      person = row;
+    }
+    const purpose = person.password_hash === null ? 'invite' : 'reset';
+    return { url: await this.#link(person.id, purpose, baseUrl, '/courier-app/activate'), personId: person.id, purpose };
+  }
+
+  /** Whether no courier person logs in with this phone number yet (checked before creating a courier). */
+  async courierPhoneFree(phone: string): Promise<boolean> {
+    return (await accountsRepository.personByPhone(this.#db, 'courier', phoneDigits(phone))) === undefined;
+  }
+
+  /** Login for the courier app: phone number (any spelling of its digits) and password; same rules and answers as checkLogin. */
+  async checkCourierLogin(phoneInput: string, password: string, address: string): Promise<PersonRow> {
+    const phone = phoneDigits(String(phoneInput ?? '')).slice(0, 32);
+    return this.#checkPassword(
+      `courier:${phone}`,
+      () => (phone === '' ? Promise.resolve(undefined) : accountsRepository.personByPhone(this.#db, 'courier', phone)),
+      password,
+      address,
+      'Wrong phone number or password',
+    );
+  }
+
   // One-time links ---------------------------------------------------------------------------------
 
   /** The person a usable link is for; LINK_INVALID for an unknown, used or expired token (one answer for all three). */
@@ -269,17 +332,26 @@ export class AccountsService {
    */
   async checkLogin(kind: PersonKind, emailInput: string, password: string, address: string): Promise<PersonRow> {
     const email = normaliseEmail(String(emailInput ?? '')).slice(0, 320);
-    const accountKey = `${kind}:${email}`;
+    return this.#checkPassword(
+      `${kind}:${email}`,
+      () => (email === '' ? Promise.resolve(undefined) : accountsRepository.personByEmail(this.#db, kind, email)),
+      password,
+      address,
+      'Wrong e-mail or password',
+    );
+  }
+
+  async #checkPassword(accountKey: string, find: () => Promise<PersonRow | undefined>, password: string, address: string, failure: string): Promise<PersonRow> {
     const wait = Math.max(this.#accountThrottle.retryAfter(accountKey), this.#addressThrottle.retryAfter(address));
     if (wait > 0) {
       throw new AppError('RATE_LIMITED', `Too many failed attempts: try again in ${formatWait(wait)}`, { headers: { 'retry-after': String(wait) } });
     }
-    const person = email === '' ? undefined : await accountsRepository.personByEmail(this.#db, kind, email);
+    const person = await find();
     const ok = await verifyPassword(person?.password_hash ?? null, String(password ?? ''));
     if (!person || !ok) {
       this.#accountThrottle.fail(accountKey);
       this.#addressThrottle.fail(address);
-      throw new AppError('LOGIN_FAILED', 'Wrong e-mail or password');
+      throw new AppError('LOGIN_FAILED', failure);
     }
     this.#accountThrottle.clear(accountKey);
     return person;

@@ -27,6 +27,19 @@ const OPEN_JOBS_LIMIT = 50;
 const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u');
 const PHONE_RE = new RegExp(PHONE);
 
+/** A delivered or returned job, as the courier's day lists it. */
+export interface FinishedJob {
+  transferId: string;
+  state: 'delivered' | 'returned';
+  finishedAt: string;
+  pickupName: string;
+  destinationAddress: string;
+  /** What it earned: the payout when delivered, 0 when returned. */
+  payoutMinor: number;
+  payout: number;
+  currency: string;
+}
+
 export interface CourierView {
   id: string;
   name: string;
@@ -258,6 +271,46 @@ export class CouriersService {
     await this.#checkCode(courierId, transferId, 'returned', 'transferCode', normalizeTransferCode(transferCode));
     const t = await this.#move(courierId, transferId, 'returned', {});
     return this.#jobView(t, courierId);
+  }
+
+  /** One job the courier holds or held (any state while it is theirs); TRANSFER_NOT_FOUND for anyone else's, like a random id. */
+  async job(courierId: string, transferId: string): Promise<CurrentJob> {
+    return this.#job(courierId, transferId);
+  }
+
+  /** Whether the courier account may work (DISABLED couriers are refused by the courier app as by the API). */
+  async isActive(courierId: string): Promise<boolean> {
+    return (await couriersRepository.find(this.#db, courierId))?.status === 'ACTIVE';
+  }
+
+  /** The courier's day so far (the UTC day of the service clock): finished jobs and earnings. */
+  async today(courierId: string): Promise<{ day: string; jobs: FinishedJob[]; earnedMinor: number; currency: string | null }> {
+    const now = this.#clock.now();
+    const since = now - (now % 86_400_000);
+    return { day: iso(since).slice(0, 10), ...(await this.finishedSince(courierId, since)) };
+  }
+
+  /**
+   * The jobs the courier finished (delivered or returned) since `since`, newest first, and what they
+   * earned: a delivery pays the job's payout; a return pays nothing (the parcel did not arrive).
+   */
+  async finishedSince(courierId: string, since: number): Promise<{ jobs: FinishedJob[]; earnedMinor: number; currency: string | null }> {
+    const rows = await jobsRepository.finishedSince(this.#db, courierId, since);
+    const jobs = rows.map((r): FinishedJob => {
+      const d = JSON.parse(r.details) as Details;
+      const earned = r.state === 'delivered' ? Number(r.courier_payout) : 0;
+      return {
+        transferId: r.id,
+        state: r.state as FinishedJob['state'],
+        finishedAt: iso(Number(r.updated_at)),
+        pickupName: d.senderInfo.warehouseName,
+        destinationAddress: d.destinationAddress,
+        payoutMinor: earned,
+        payout: minorToNumber(earned),
+        currency: r.currency,
+      };
+    });
+    return { jobs, earnedMinor: jobs.reduce((sum, j) => sum + j.payoutMinor, 0), currency: rows[0]?.currency ?? null };
   }
 
   // --- Internals ---------------------------------------------------------------------------------

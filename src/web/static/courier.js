@@ -1,0 +1,152 @@
+// The courier app's small client (every page still reads and submits without it):
+// - while online, sends the phone's position every data-send-interval ms to /courier-app/shift/location;
+// - says when location is denied, or the last fix is stale;
+// - without network keeps only the latest point: sends it again when the network is back, or drops it
+//   as stale when it is older than data-stale-after ms;
+// - the "Go online" form gets the position before it is sent;
+// - a code or form sent without network is kept on the page and marked "not sent".
+(() => {
+  const shift = document.getElementById('shift');
+  const stateEl = document.getElementById('location-state');
+  const geo = navigator.geolocation;
+  const banner = document.createElement('p');
+  banner.className = 'net-state';
+  banner.setAttribute('role', 'status');
+  banner.hidden = true;
+  document.body.prepend(banner);
+
+  const showNetwork = () => {
+    banner.hidden = navigator.onLine;
+    banner.textContent = navigator.onLine ? '' : 'Offline: nothing is being sent until the network is back.';
+  };
+  window.addEventListener('online', showNetwork);
+  window.addEventListener('offline', showNetwork);
+  showNetwork();
+
+  const say = (text, problem) => {
+    if (!stateEl) return;
+    stateEl.textContent = text;
+    stateEl.classList.toggle('problem', Boolean(problem));
+  };
+  const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+  // "Go online": read the position first; refuse with a clear message when location is denied.
+  for (const form of document.querySelectorAll('form[data-needs-position]')) {
+    form.addEventListener('submit', (event) => {
+      if (form.dataset.positioned === 'true') return;
+      event.preventDefault();
+      event.stopPropagation(); // not yet a submission (app.js would count it as one)
+      if (!geo) return say('This browser cannot share a position: the app needs it to go online.', true);
+      say('Reading your position…');
+      geo.getCurrentPosition(
+        (p) => {
+          form.elements.lat.value = String(p.coords.latitude);
+          form.elements.lng.value = String(p.coords.longitude);
+          form.dataset.positioned = 'true';
+          form.requestSubmit();
+        },
+        (err) =>
+          say(
+            err.code === 1
+              ? 'Location is denied: allow location for this site in your browser settings to go online.'
+              : 'Your position is not available right now: try again outside or in a moment.',
+            true,
+          ),
+        { enableHighAccuracy: true, timeout: 15000, maximumAge: 10000 },
+      );
+    });
+  }
+
+  // While online: send the position at the app's interval.
+  if (shift && shift.dataset.online === 'true' && geo) {
+    const interval = Number(shift.dataset.sendInterval) || 5000;
+    const staleAfter = Number(shift.dataset.staleAfter) || 60000;
+    const csrf = shift.dataset.csrf;
+    let latest = null; // { lat, lng, at } the newest fix
+    let pending = null; // a fix not sent yet (no network)
+    let lastSent = 0;
+
+    const send = async (point) => {
+      try {
+        const res = await fetch('/courier-app/shift/location', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+          body: JSON.stringify({ lat: point.lat, lng: point.lng }),
+          credentials: 'same-origin',
+        });
+        if (res.status === 204) {
+          lastSent = Date.now();
+          pending = null;
+          say(`Position sent at ${clock(lastSent)}.`);
+        } else if (res.status === 409) {
+          say('You are offline in the app: go online to share your position.', true);
+        } else if (res.status === 303 || res.redirected || res.status === 403) {
+          say('Your session ended: log in again.', true);
+        } else {
+          pending = point;
+        }
+      } catch {
+        pending = point; // no network: keep the newest point only
+        say(`Not sent: no network. The last position (${clock(point.at)}) is sent when the network is back.`, true);
+      }
+    };
+
+    const tick = () => {
+      const now = Date.now();
+      if (pending && now - pending.at > staleAfter) {
+        pending = null;
+        say(`A position from ${clock(latest ? latest.at : now)} was dropped: too old to be useful.`, true);
+      }
+      if (!latest) return;
+      if (now - latest.at > staleAfter) {
+        say(`Position is stale: the last fix is from ${clock(latest.at)}. Check that location is on.`, true);
+        return;
+      }
+      if (!navigator.onLine) {
+        pending = latest;
+        say(`Not sent: no network. The last position (${clock(latest.at)}) is sent when the network is back.`, true);
+        return;
+      }
+      if (now - lastSent >= interval) send(latest);
+    };
+
+    geo.watchPosition(
+      (p) => {
+        latest = { lat: p.coords.latitude, lng: p.coords.longitude, at: Date.now() };
+        tick();
+      },
+      (err) => {
+        if (err.code === 1) say('Location is denied: allow location for this site, or recipients and dispatch cannot see where you are.', true);
+        else say('Your position is not available right now.', true);
+      },
+      { enableHighAccuracy: true, maximumAge: 5000 },
+    );
+    setInterval(tick, 1000);
+    window.addEventListener('online', () => {
+      if (pending && Date.now() - pending.at <= staleAfter) send(pending);
+      else if (pending) {
+        pending = null;
+        say('The position kept while offline was too old and was dropped.', true);
+      }
+    });
+  }
+
+  // Codes and job forms: without network, keep what was typed and say it was not sent.
+  for (const form of document.querySelectorAll('form[data-code-form]')) {
+    const note = form.querySelector('.not-sent');
+    form.addEventListener('submit', (event) => {
+      if (navigator.onLine) return;
+      event.preventDefault();
+      event.stopPropagation(); // not sent, so not a submission (app.js would block the next press)
+      if (note) {
+        note.hidden = false;
+        note.textContent = 'Not sent: you are offline. What you entered is kept here; press the button again when the network is back.';
+      }
+    });
+    window.addEventListener('online', () => {
+      if (note && !note.hidden) note.textContent = 'The network is back: what you entered has still not been sent. Press the button to send it.';
+    });
+  }
+
+  if ('serviceWorker' in navigator) navigator.serviceWorker.register('/courier-app/sw.js', { scope: '/courier-app/' }).catch(() => {});
+})();
