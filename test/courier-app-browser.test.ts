@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { createTestApp, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
 import { ARTIFACTS, browserSkip, launchChromium, seriousViolations } from './helpers/browser.ts';
 import { quoteBody, transferBody } from './helpers/flow.ts';
