@@ -278,6 +278,11 @@ export class CouriersService {
     return this.#job(courierId, transferId);
   }
 
+  /** The service's clock (the courier app counts offers down against it, not the phone's). */
+  now(): number {
+    return this.#clock.now();
+  }
+
   /** Whether the courier account may work (DISABLED couriers are refused by the courier app as by the API). */
   async isActive(courierId: string): Promise<boolean> {
     return (await couriersRepository.find(this.#db, courierId))?.status === 'ACTIVE';

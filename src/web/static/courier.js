@@ -148,5 +148,81 @@
     });
   }
 
+  // Offers: new cards arrive through the session's event stream; each counts down and goes away with a message when it expires.
+  const offers = document.getElementById('offers');
+  if (offers) {
+    const list = document.getElementById('offer-list');
+    const note = document.getElementById('offers-note');
+    const empty = offers.querySelector('.offers-empty');
+    const csrf = offers.dataset.csrf;
+    const refresh = () => {
+      if (empty) empty.hidden = list.children.length > 0;
+    };
+    const el = (tag, attrs, ...children) => {
+      const e = document.createElement(tag);
+      for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+      for (const c of children) e.append(c);
+      return e;
+    };
+    const fact = (term, value, cls) => el('div', {}, el('dt', {}, term), el('dd', cls ? { class: cls } : {}, value));
+    const decision = (id, what, label, cls) =>
+      el(
+        'form',
+        { method: 'post', action: `/courier-app/offers/${id}/${what}` },
+        el('input', { type: 'hidden', name: '_csrf', value: csrf }),
+        el('button', { type: 'submit', class: cls }, label),
+      );
+    // The same card the server renders (offers/cards.eta), built with text nodes only.
+    const card = (o) => {
+      const seconds = el('span', { 'data-countdown': '' }, String(o.secondsLeft));
+      const left = el('dd', { class: 'countdown' }, seconds, ' s');
+      const li = el(
+        'li',
+        { class: 'card offer-card', 'data-offer-id': o.id, 'data-seconds-left': String(o.secondsLeft), 'data-pickup': o.pickupName },
+        el('h3', {}, o.pickupName),
+        el(
+          'dl',
+          { class: 'facts' },
+          fact('Pickup', `${o.pickupAddress}, ${o.distanceKm} km from you`),
+          fact('To', `${o.destinationArea}, ${o.deliveryDistanceKm} km`),
+          fact('Payout', o.payout, 'payout'),
+          el('div', {}, el('dt', {}, 'Time left'), left),
+        ),
+        decision(o.id, 'accept', 'Accept', 'big'),
+        decision(o.id, 'decline', 'Decline', 'big secondary'),
+      );
+      return li;
+    };
+    const deadlines = new Map();
+    const track = (li) => deadlines.set(li, Date.now() + Number(li.dataset.secondsLeft) * 1000);
+    for (const li of list.querySelectorAll('li[data-offer-id]')) track(li);
+    setInterval(() => {
+      const now = Date.now();
+      for (const [li, deadline] of deadlines) {
+        const left = Math.max(0, Math.ceil((deadline - now) / 1000));
+        const span = li.querySelector('[data-countdown]');
+        if (span) span.textContent = String(left);
+        if (left === 0) {
+          deadlines.delete(li);
+          li.remove();
+          note.textContent = `The offer from ${li.dataset.pickup} expired: it went to another courier.`;
+          refresh();
+        }
+      }
+    }, 1000);
+    if (window.EventSource) {
+      const stream = new EventSource(offers.dataset.stream);
+      stream.addEventListener('offer', (event) => {
+        const o = JSON.parse(event.data);
+        if (o.secondsLeft <= 0 || list.querySelector(`li[data-offer-id="${CSS.escape(o.id)}"]`)) return;
+        const li = card(o);
+        list.append(li);
+        track(li);
+        note.textContent = `New offer from ${o.pickupName}: ${o.payout}.`;
+        refresh();
+      });
+    }
+  }
+
   if ('serviceWorker' in navigator) navigator.serviceWorker.register('/courier-app/sw.js', { scope: '/courier-app/' }).catch(() => {});
 })();
