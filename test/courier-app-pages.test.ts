@@ -219,7 +219,7 @@ describeEachStore('courier app pages', (ctx) => {
     assert.match(text((await web.get('/courier-app/today')).body), /0\.00 RUB 0 delivered, 1 returned/);
   });
 
-  test("another courier sees nothing of the first one's job: its page and every action answer 404 and change nothing", async () => {
+  test("another courier sees nothing of the first one's job: its page and every action answer 404 and change nothing; released, it is open to others", async () => {
     const t = ctx();
     const { m, w } = await setup(t, '1000');
     const tr = await paidTransfer(t, m, w.id);
@@ -257,6 +257,15 @@ describeEachStore('courier app pages', (ctx) => {
     const seen = (await t.as(m, { method: 'GET', url: `/transfer/${tr.id}` })).json();
     assert.equal(seen.state, 'courierAssigned');
     assert.equal((await t.services.couriers.job(first.courierId, tr.id)).codeAttemptsLeft, 5, "the other courier's tries cost nothing");
+
+    // The first courier gives it back: open again, and now the second can take it (the first one then sees a 404).
+    await a.get(`/courier-app/jobs/${tr.id}`);
+    const released = await a.post(`/courier-app/jobs/${tr.id}/release`);
+    assert.deepEqual([released.statusCode, released.headers.location], [303, '/courier-app/jobs']);
+    assert.equal((await t.as(m, { method: 'GET', url: `/transfer/${tr.id}` })).json().state, 'inProgress');
+    await b.get('/courier-app/jobs');
+    assert.equal((await b.post(`/courier-app/jobs/${tr.id}/accept`)).headers.location, `/courier-app/jobs/${tr.id}`);
+    assert.equal((await a.get(`/courier-app/jobs/${tr.id}`)).statusCode, 404);
   });
 
   test('installable: manifest and service worker under /courier-app/, a CSP that allows them and nothing from elsewhere; a disabled courier is logged out', async () => {
