@@ -120,6 +120,8 @@ for (const store of STORES) {
       await check(page, 'login', 'login');
       await logIn(page, c.phone);
       await check(page, 'shift (offline)', 'shift-offline');
+      // Installable: the service worker is active for the app's scope.
+      assert.equal(await page.evaluate(() => navigator.serviceWorker.ready.then((r) => r.scope)), `${base}/courier-app/`);
 
       await goOnline(page);
       const status = await t.services.couriers.status(c.id);
