@@ -453,6 +453,8 @@ export class TransfersService {
   /** Support moves a transfer through any allowed transition (as if the courier had), audited as an operator event. */
   async operatorAdvance(id: string, to: TransferState, note: string): Promise<Transfer> {
     if (to === 'cancelled') return this.operatorCancel(id, note);
+    // An assignment names its courier: DispatchService.assign (mds transfers assign).
+    if (to === 'courierAssigned') throw new AppError('VALIDATION_FAILED', 'Assign a courier with mds transfers assign ID --courier COURIER_ID --reason TEXT');
     const reason = to === 'returning' ? 'OTHER' : undefined;
     return this.#applied(await this.transition(id, { to, actor: { type: 'operator' }, reason, comment: note }));
   }
@@ -573,7 +575,8 @@ export class TransfersService {
             type: rule.event,
             state: req.to,
             actor_type: actor.type,
-            actor_id: actor.courier?.id ?? null,
+            // The courier who moved it; an operator's assignment names the courier in data, not as its actor.
+            actor_id: actor.type === 'courier' ? (actor.courier?.id ?? null) : null,
             data: JSON.stringify(eventData(row, updated, req, refund)),
             occurred_at: now,
           });
