@@ -361,5 +361,41 @@ for (const store of STORES) {
         // Once assigned, a second assignment is refused with the state.
         await assert.rejects(t.services.dispatch.assign(tr.id, near.courierId, 'again'), { code: 'TRANSITION_NOT_ALLOWED' });
       }));
+    test('metrics: offers made, accepted, declined and expired, and the time from payment to assignment', async () => {
+      const t = await createTestApp(store, {}, undefined, { metrics: true });
+      try {
+        const { m, w } = await setup(t, '5000');
+        const near = await t.courier('Near', NEAR);
+        const mid = await t.courier('Mid', MID);
+        const tr = await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        await answer(t, near, (await offers(t, near))[0].id, 'decline');
+        await t.services.dispatch.runOnce();
+        t.clock.advance(TTL_MS);
+        await t.services.dispatch.runOnce(); // mid misses it; nobody else is near
+        await t.services.couriers.updateStatus(near.courierId, { online: true, lat: NEAR.lat, lng: NEAR.lng });
+        const other = await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        t.clock.advance(5_000);
+        const [offer] = await offers(t, near);
+        assert.equal(offer.transferId, other.id);
+        assert.equal((await answer(t, near, offer.id, 'accept')).statusCode, 200);
+        const text = await t.metrics!.registry.metrics();
+        for (const [outcome, n] of [
+          ['made', 3],
+          ['accepted', 1],
+          ['declined', 1],
+          ['expired', 1],
+        ] as const) {
+          assert.match(text, new RegExp(`^mds_offers_total\\{outcome="${outcome}"\\} ${n}$`, 'm'), outcome);
+        }
+        assert.match(text, /^mds_assignment_wait_seconds_count 1$/m);
+        assert.match(text, /^mds_assignment_wait_seconds_sum 5$/m);
+        assert.ok(tr.id);
+        void mid;
+      } finally {
+        await t.close();
+      }
+    });
   });
 }

@@ -1,7 +1,8 @@
 import { randomInt } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
+import { afterCommit, inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
 import { type ActorType, type DB, type Db, type MerchantMode, TRANSFER_STATES, type TransferState } from '../../db/types.ts';
+import { dispatchOutcome } from '../../lib/channels.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { csvRow, type ExportRange, exportRange } from '../../lib/csv.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
@@ -567,6 +568,11 @@ export class TransfersService {
             continue;
           }
           if (refund > 0) await this.#refund(trx, updated, refund, now);
+          if (req.to === 'courierAssigned' && updated.mode === 'live' && dispatchOutcome.hasSubscribers) {
+            // Metrics: how long the merchant waited for a courier (from payment, or from a scheduled pickup's dispatch start).
+            const waitedMs = Math.max(0, now - Math.max(updated.created_at, updated.dispatch_at ?? 0));
+            afterCommit(trx, () => dispatchOutcome.publish({ outcome: 'assigned', waitedMs }));
+          }
           await appendEvent(trx, {
             id: newId(),
             merchant_id: updated.merchant_id,
