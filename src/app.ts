@@ -17,6 +17,7 @@ import { validatorCompiler } from './lib/validation.ts';
 import { discoveryRoutes } from './modules/auth/discovery.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { courierRoutes } from './modules/couriers/routes.ts';
+import { offerRoutes } from './modules/dispatch/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { balanceRoutes } from './modules/merchants/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
@@ -142,6 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (config.rateLimitsEnabled) documentRateLimit(courierApi);
     courierApi.addHook('onRequest', limits.couriers);
     await courierApi.register(courierRoutes);
+    await courierApi.register(offerRoutes);
   });
   // Web pages for people (src/web): their own scope (sessions, CSRF, forms, HTML errors), apart from the JSON API.
   await app.register(async (web) => {

@@ -11,6 +11,9 @@ import { CredentialsService } from './modules/auth/credentials-service.ts';
 import { TokenSigner } from './modules/auth/tokens.ts';
 import { COURIER_CLIENT_PREFIX, couriersRepository } from './modules/couriers/repository.ts';
 import { CouriersService } from './modules/couriers/service.ts';
+import { OfferFeed } from './modules/dispatch/feed.ts';
+import { DispatchService } from './modules/dispatch/service.ts';
+import { GreatCircleModel } from './modules/eta/model.ts';
 import { IdempotencyService } from './modules/idempotency/service.ts';
 import { MerchantsService } from './modules/merchants/service.ts';
 import { QuotesService } from './modules/quotes/service.ts';
@@ -31,6 +34,8 @@ export interface Services {
   quotes: QuotesService;
   transfers: TransfersService;
   couriers: CouriersService;
+  /** Offers to couriers (list, accept, decline, subscribe), the dispatcher's pass, operators' assignment. */
+  dispatch: DispatchService;
   webhooks: WebhooksService;
   webhookDelivery: WebhookDelivery;
   tracking: TrackingService;
@@ -73,6 +78,14 @@ export function createServices({ config, database, clock, signingKeys }: Service
     sandboxStepSeconds: config.sandboxStepSeconds,
     publicBaseUrl: config.publicBaseUrl,
   });
+  const couriers = new CouriersService({
+    db,
+    clock,
+    transfers,
+    maxJobsPerCourier: config.maxJobsPerCourier,
+    onCredentialChange: (clientId) => auth.forget(clientId),
+  });
+  const travel = new GreatCircleModel();
   return {
     auth,
     credentials,
@@ -90,12 +103,21 @@ export function createServices({ config, database, clock, signingKeys }: Service
       retentionDays: config.quoteRetentionDays,
     }),
     transfers,
-    couriers: new CouriersService({
+    couriers,
+    dispatch: new DispatchService({
       db,
       clock,
+      couriers,
       transfers,
-      maxJobsPerCourier: config.maxJobsPerCourier,
-      onCredentialChange: (clientId) => auth.forget(clientId),
+      model: travel,
+      feed: new OfferFeed(database),
+      settings: {
+        radiusKm: config.dispatchRadiusKm,
+        maxRadiusKm: config.dispatchMaxRadiusKm,
+        offerTtlSeconds: config.offerTtlSeconds,
+        missesBeforeOffline: config.offerMissesBeforeOffline,
+        maxJobsPerCourier: config.maxJobsPerCourier,
+      },
     }),
     webhooks: new WebhooksService(db, clock, { allowPrivate: config.webhookAllowPrivate }),
     webhookDelivery: new WebhookDelivery(db, database.dialect, clock, {

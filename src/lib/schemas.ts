@@ -110,6 +110,8 @@ const PROBLEM_EXAMPLES: Record<ErrorCode, { detail: string; extra?: Record<strin
   JOB_TAKEN: { detail: `Transfer ${EXAMPLE_IDS.transfer} is no longer open: another courier took it, or it ended` },
   TOO_MANY_JOBS: { detail: 'A courier can hold at most 1 active job; deliver or release one first' },
   COURIER_OFFLINE: { detail: 'Go online with PUT /courier/status (with your position) to see and accept jobs' },
+  OFFER_EXPIRED: { detail: 'Offer 01a2005e-1f2a-7b3c-8d4e-5f6a7b8c9d0e is no longer open (expired at 2026-11-21T10:05:30.000Z)' },
+  OFFER_NOT_FOUND: { detail: 'No offer 01a2005e-1f2a-7b3c-8d4e-5f6a7b8c9d0e' },
   WRONG_CODE: { detail: 'The transferCode is wrong; 4 attempts left before the job is locked', extra: { attemptsLeft: 4 } },
   JOB_LOCKED: { detail: `Transfer ${EXAMPLE_IDS.transfer} is locked after 5 wrong codes; call support to unlock it` },
   COURIER_NOT_FOUND: { detail: 'No courier 01a20057-9d1c-7b2e-8a4f-5c6d7e8f9a0c' },

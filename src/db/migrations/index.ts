@@ -7,6 +7,7 @@ import { webhooks } from './004_webhooks.ts';
 import { rateLimits } from './005_rate_limits.ts';
 import { accounts } from './006_accounts.ts';
 import { dashboard } from './007_dashboard.ts';
+import { dispatch } from './009_dispatch.ts';
 import { courierApp } from './010_courier_app.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
@@ -19,6 +20,7 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-23-005-rate-limits': rateLimits(),
     '2026-11-23-006-accounts': accounts(dialect),
     '2026-11-23-007-dashboard': dashboard(dialect),
+    '2026-11-25-009-dispatch': dispatch(dialect),
     '2026-11-25-010-courier-app': courierApp(),
   };
 }

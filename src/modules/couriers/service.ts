@@ -221,13 +221,19 @@ export class CouriersService {
    * a job you already hold answers it again (a retry after a timeout is not an error). A courier holds at
    * most MAX_JOBS_PER_COURIER jobs.
    */
-  async accept(courierId: string, transferId: string): Promise<CurrentJob> {
+  async accept(
+    courierId: string,
+    transferId: string,
+    /** Dispatch: a check of its own first in the same transaction (the offer still open, decided in the same commit). */
+    opts: { within?: (trx: Transaction<DB>, row: TransferRow) => Promise<void> } = {},
+  ): Promise<CurrentJob> {
     const me = await this.#onlineAt(courierId);
     const held = await transfersRepository.findAny(this.#db, transferId);
     if (held?.mode === 'live' && held.courier_id === courierId && held.state === 'courierAssigned') return currentJob(held, me);
     await this.#move(courierId, transferId, 'courierAssigned', {
       guard: async (trx, row) => {
         if (row.mode !== 'live') throw notFound(transferId); // sandbox transfers are never offered to couriers
+        await opts.within?.(trx, row);
         if (row.state !== 'inProgress') throw new AppError('JOB_TAKEN', `Transfer ${transferId} is no longer open: another courier took it, or it ended`);
         if (row.locked === 1) throw locked(transferId);
         // One courier's concurrent accepts take turns on its row, so the cap holds.
@@ -397,7 +403,7 @@ export class CouriersService {
 const notFound = (id: string) => new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
 const locked = (id: string) => new AppError('JOB_LOCKED', `Transfer ${id} is locked after ${MAX_CODE_ATTEMPTS} wrong codes; call support to unlock it`);
 
-const firstName = (name: string): string => name.trim().split(/\s+/)[0];
+export const firstName = (name: string): string => name.trim().split(/\s+/)[0];
 
 /** "k7q2 m9xd" or "K7Q2M9XD" -> "K7Q2-M9XD". */
 function normalizeTransferCode(code: string): string {
@@ -413,7 +419,8 @@ function constantTimeEquals(a: string, b: string): boolean {
 
 const round1 = (metres: number) => Math.round(metres / 100) / 10;
 
-function openJob(row: TransferRow, metresToPickup: number): OpenJob {
+/** A transfer as the job list shows it (dispatch's offers show the same). */
+export function openJob(row: TransferRow, metresToPickup: number): OpenJob {
   const d = JSON.parse(row.details) as Details;
   const [lng, lat] = d.destinationLocation.coordinates;
   return {

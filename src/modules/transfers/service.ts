@@ -1,7 +1,8 @@
 import { randomInt } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
+import { afterCommit, inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
 import { type ActorType, type DB, type Db, type MerchantMode, TRANSFER_STATES, type TransferState } from '../../db/types.ts';
+import { dispatchOutcome } from '../../lib/channels.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { csvRow, type ExportRange, exportRange } from '../../lib/csv.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
@@ -453,6 +454,8 @@ export class TransfersService {
   /** Support moves a transfer through any allowed transition (as if the courier had), audited as an operator event. */
   async operatorAdvance(id: string, to: TransferState, note: string): Promise<Transfer> {
     if (to === 'cancelled') return this.operatorCancel(id, note);
+    // An assignment names its courier: DispatchService.assign (mds transfers assign).
+    if (to === 'courierAssigned') throw new AppError('VALIDATION_FAILED', 'Assign a courier with mds transfers assign ID --courier COURIER_ID --reason TEXT');
     const reason = to === 'returning' ? 'OTHER' : undefined;
     return this.#applied(await this.transition(id, { to, actor: { type: 'operator' }, reason, comment: note }));
   }
@@ -565,6 +568,11 @@ export class TransfersService {
             continue;
           }
           if (refund > 0) await this.#refund(trx, updated, refund, now);
+          if (req.to === 'courierAssigned' && updated.mode === 'live' && dispatchOutcome.hasSubscribers) {
+            // Metrics: how long the merchant waited for a courier (from payment, or from a scheduled pickup's dispatch start).
+            const waitedMs = Math.max(0, now - Math.max(updated.created_at, updated.dispatch_at ?? 0));
+            afterCommit(trx, () => dispatchOutcome.publish({ outcome: 'assigned', waitedMs }));
+          }
           await appendEvent(trx, {
             id: newId(),
             merchant_id: updated.merchant_id,
@@ -573,7 +581,8 @@ export class TransfersService {
             type: rule.event,
             state: req.to,
             actor_type: actor.type,
-            actor_id: actor.courier?.id ?? null,
+            // The courier who moved it; an operator's assignment names the courier in data, not as its actor.
+            actor_id: actor.type === 'courier' ? (actor.courier?.id ?? null) : null,
             data: JSON.stringify(eventData(row, updated, req, refund)),
             occurred_at: now,
           });
