@@ -3,6 +3,7 @@ import { AppError } from '../../lib/errors.ts';
 import { installPages } from './install/routes.ts';
 import { jobsPages } from './jobs/routes.ts';
 import { loginPages } from './login/routes.ts';
+import { offersPages } from './offers/routes.ts';
 import { shiftPages } from './shift/routes.ts';
 import { todayPages } from './today/routes.ts';
 
@@ -21,4 +22,5 @@ export async function courierAppPages(app: FastifyInstance): Promise<void> {
   await app.register(shiftPages, { prefix: '/shift' });
   await app.register(jobsPages, { prefix: '/jobs' });
   await app.register(todayPages, { prefix: '/today' });
+  await app.register(offersPages, { prefix: '/offers' });
 }

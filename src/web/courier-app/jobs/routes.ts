@@ -5,6 +5,7 @@ import { DELIVERY_FAILURE_REASONS } from '../../../modules/transfers/lifecycle.t
 import { field } from '../../forms.ts';
 import { errorMessage, redirectWithFlash, render } from '../../render.ts';
 import { courierIdOf, requireCourier } from '../courier.ts';
+import { type OfferCard, offerCards } from '../offers/routes.ts';
 
 /**
  * Jobs: open ones near the courier (take one), and one job's steps in order: to the pickup (a maps
@@ -26,6 +27,7 @@ export interface JobsView {
   status: CourierStatus;
   held: CurrentJob[];
   open: OpenJob[];
+  offers: OfferCard[];
 }
 
 export interface Step {
@@ -83,7 +85,8 @@ export async function jobsPages(app: FastifyInstance): Promise<void> {
     const courierId = courierIdOf(request);
     const status = await couriers.status(courierId);
     const open = status.online ? await couriers.openJobs(courierId) : [];
-    return render<JobsView>(reply, 'courier-app/jobs/list.eta', { title: 'Jobs', status, held: await couriers.currentJobs(courierId), open });
+    const offers = status.online ? await offerCards(request) : [];
+    return render<JobsView>(reply, 'courier-app/jobs/list.eta', { title: 'Jobs', status, held: await couriers.currentJobs(courierId), open, offers });
   });
 
   const jobPage = async (request: FastifyRequest, reply: FastifyReply, extra: Pick<JobView, 'error' | 'errorFor'> = {}, status = 200) => {

@@ -1,10 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../../../lib/errors.ts';
 import type { CourierStatus, CurrentJob } from '../../../modules/couriers/schemas.ts';
 import { LOCATION_MIN_INTERVAL_MS } from '../../../modules/couriers/service.ts';
 import { field } from '../../forms.ts';
 import { errorMessage, redirectWithFlash, render } from '../../render.ts';
 import { courierIdOf, requireCourier } from '../courier.ts';
+import { type OfferCard, offerCards } from '../offers/routes.ts';
 
 /**
  * The shift: go online (with the phone's position) or offline, and while the app is open the position
@@ -21,6 +22,8 @@ export interface ShiftView {
   title: string;
   status: CourierStatus;
   jobs: CurrentJob[];
+  /** Open offers (online only); new ones arrive through the offers stream. */
+  offers: OfferCard[];
   sendIntervalMs: number;
   staleMs: number;
   error?: string;
@@ -30,16 +33,21 @@ export async function shiftPages(app: FastifyInstance): Promise<void> {
   const couriers = app.services.couriers;
   app.addHook('preHandler', requireCourier);
 
-  const page = async (courierId: string, error?: string) => ({
-    title: 'Shift',
-    status: await couriers.status(courierId),
-    jobs: await couriers.currentJobs(courierId),
-    sendIntervalMs: Math.max(LOCATION_SEND_INTERVAL_MS, LOCATION_MIN_INTERVAL_MS),
-    staleMs: LOCATION_STALE_MS,
-    error,
-  });
+  const page = async (request: FastifyRequest, error?: string): Promise<ShiftView> => {
+    const courierId = courierIdOf(request);
+    const status = await couriers.status(courierId);
+    return {
+      title: 'Shift',
+      status,
+      jobs: await couriers.currentJobs(courierId),
+      offers: status.online ? await offerCards(request) : [],
+      sendIntervalMs: Math.max(LOCATION_SEND_INTERVAL_MS, LOCATION_MIN_INTERVAL_MS),
+      staleMs: LOCATION_STALE_MS,
+      error,
+    };
+  };
 
-  app.get('/', async (request, reply) => render<ShiftView>(reply, 'courier-app/shift/shift.eta', await page(courierIdOf(request))));
+  app.get('/', async (request, reply) => render<ShiftView>(reply, 'courier-app/shift/shift.eta', await page(request)));
 
   // Online needs a position: the page's script reads the phone's and fills lat/lng before the form goes.
   app.post('/status', async (request, reply) => {
@@ -52,7 +60,7 @@ export async function shiftPages(app: FastifyInstance): Promise<void> {
       return render<ShiftView>(
         reply,
         'courier-app/shift/shift.eta',
-        await page(courierId, 'To go online the app needs your position: allow location for this site in your browser settings, then try again.'),
+        await page(request, 'To go online the app needs your position: allow location for this site in your browser settings, then try again.'),
         422,
       );
     }
@@ -61,7 +69,7 @@ export async function shiftPages(app: FastifyInstance): Promise<void> {
     } catch (err) {
       const message = errorMessage(err);
       if (!message) throw err;
-      return render<ShiftView>(reply, 'courier-app/shift/shift.eta', await page(courierId, message), (err as AppError).status);
+      return render<ShiftView>(reply, 'courier-app/shift/shift.eta', await page(request, message), (err as AppError).status);
     }
     return redirectWithFlash(reply, '/courier-app/shift', online ? 'You are online.' : 'You are offline. Jobs you hold stay yours.');
   });
