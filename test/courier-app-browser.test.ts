@@ -12,8 +12,9 @@ import { STORES } from './helpers/stores.ts';
 /**
  * The courier app in headless Chromium as a phone (390x844, touch, geolocation granted and placed
  * near the warehouse), on each store: activation link -> password -> login by phone -> go online ->
- * take the job -> transfer code -> a wrong PIN shows the attempts left -> the right PIN; the
- * merchant's API says delivered and Today shows the payout. Also: location denied, the network lost
+ * the dispatcher's offer arrives on the open page -> Accept -> transfer code -> a wrong PIN shows the
+ * attempts left -> the right PIN; the merchant's API says delivered and Today shows the payout.
+ * Offers declined and left to expire. Also: location denied, the network lost
  * and back (a PIN typed offline is kept and marked not sent; the position is sent again), and a
  * second courier who gets the 404 page for the first one's job. axe on every page; screenshots of
  * each step at 390 px (docs/screenshots/courier-*.png with UPDATE_SCREENSHOTS=1, artifacts/ otherwise).
@@ -103,10 +104,17 @@ for (const store of STORES) {
       await page.getByRole('heading', { name: 'You are online' }).waitFor();
     }
 
+    /** Every other courier offline, so the dispatcher's only candidate is this one. */
+    async function aloneOnline(courierId: string) {
+      for (const other of await t.services.couriers.list()) {
+        if (other.id !== courierId && other.online) await t.services.couriers.updateStatus(other.id, { online: false });
+      }
+    }
+
     const noProblems = (problems: Problems, allowed: RegExp[] = []) =>
       assert.deepEqual({ ...problems, console: problems.console.filter((c) => !allowed.some((r) => r.test(c))) }, { console: [], failed: [], foreign: [] });
 
-    test('from the activation link to a delivered parcel: code, wrong PIN with attempts left, right PIN; the merchant API and Today agree', {
+    test('from the activation link to a delivered parcel: an offer pushed by the dispatcher arrives without a reload and is accepted, code, wrong PIN with attempts left, right PIN; the merchant API and Today agree', {
       timeout: 180_000,
     }, async () => {
       const c = await courier('Pavel Orlov');
@@ -130,10 +138,24 @@ for (const store of STORES) {
 
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Jobs' }).tap();
       await page.getByRole('heading', { name: 'Open jobs near you' }).waitFor();
-      const card = page.getByRole('listitem').filter({ hasText: 'Main warehouse' });
+      const card = page.getByRole('listitem').filter({ hasText: 'Take this job' }).filter({ hasText: 'Main warehouse' });
       assert.match(await card.innerText(), /Payout\s+275\.38 RUB/);
       await check(page, 'open jobs', 'jobs');
-      await Promise.all([page.waitForURL(`${base}/courier-app/jobs/${tr.id}`), card.getByRole('button', { name: 'Take this job' }).tap()]);
+
+      // The dispatcher offers the job: the card arrives on the open page without a reload.
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Shift' }).tap();
+      await page.getByRole('heading', { name: 'Offers' }).waitFor();
+      await aloneOnline(c.id);
+      assert.equal((await t.services.dispatch.runOnce()).offered, 1);
+      const offer = page.locator('.offer-card').filter({ hasText: 'Main warehouse' });
+      await offer.waitFor({ timeout: 10_000 });
+      assert.match(
+        await offer.innerText(),
+        /Pickup\s+Tverskaya St 1, Moscow, 0\.1 km from you\s+To\s+Moscow, 3\.1 km\s+Payout\s+275\.38 RUB\s+Time left\s+\d+ s/,
+      );
+      assert.match((await page.locator('#offers-note').innerText()).trim(), /^New offer from Main warehouse: 275\.38 RUB\.$/);
+      await check(page, 'an offer', 'offer');
+      await Promise.all([page.waitForURL(`${base}/courier-app/jobs/${tr.id}`), offer.getByRole('button', { name: 'Accept' }).tap()]);
       assert.equal((await t.as(m, { method: 'GET', url: `/transfer/${tr.id}` })).json().state, 'courierAssigned');
       const navigate = page.getByRole('link', { name: 'Navigate to the pickup' });
       assert.equal(await navigate.getAttribute('href'), 'https://www.google.com/maps/dir/?api=1&destination=55.7575,37.6136&travelmode=driving');
@@ -246,6 +268,48 @@ for (const store of STORES) {
       assert.equal(await page.getByText('Main warehouse').count(), 0);
       await check(page, 'not found', 'not-found');
       noProblems(problems, [/status of 404/]);
+      await context.close();
+    });
+    test('offers: Decline takes the card away with a message; an offer left to run out counts down and goes away saying it expired', {
+      timeout: 120_000,
+    }, async () => {
+      const c = await courier('Dina Decline');
+      const { context, page, problems } = await phone();
+      await activate(page, c);
+      await logIn(page, c.phone);
+      await goOnline(page);
+      await aloneOnline(c.id);
+      const first = await paid('Flowers');
+      await t.services.dispatch.runOnce();
+      const card = page.locator('.offer-card');
+      await card.waitFor({ timeout: 10_000 });
+      await Promise.all([page.waitForURL(`${base}/courier-app/shift`), card.getByRole('button', { name: 'Decline' }).tap()]);
+      await page.getByText('Offer declined: it goes to another courier.').waitFor();
+      assert.equal(await page.locator('.offer-card').count(), 0);
+      await check(page, 'offer declined', 'offer-declined');
+      const [declined] = await t.services.dispatch.listOffers(c.id);
+      assert.equal(declined, undefined);
+      assert.equal((await t.as(m, { method: 'GET', url: `/transfer/${first.id}` })).json().state, 'inProgress');
+
+      // The next transfer is offered to this courier; it is left to run out (the service's clock says 3 s are left).
+      const second = await paid('Cake');
+      await t.services.dispatch.runOnce();
+      await card.waitFor({ timeout: 10_000 });
+      const [open] = await t.services.dispatch.listOffers(c.id);
+      assert.equal(open.transferId, second.id);
+      t.clock.advance(Date.parse(open.expiresAt) - t.clock.now() - 3000);
+      await page.reload();
+      await page
+        .locator('.offer-card [data-countdown]')
+        .filter({ hasText: /^[0-3]$/ })
+        .waitFor();
+      await page.getByText('The offer from Main warehouse expired: it went to another courier.').waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator('.offer-card').count(), 0);
+      await check(page, 'offer expired', 'offer-expired');
+      t.clock.advance(5000);
+      await t.services.dispatch.runOnce();
+      assert.equal((await t.services.dispatch.getOffer(c.id, open.id)).status, 'expired');
+      noProblems(problems);
       await context.close();
     });
   });
