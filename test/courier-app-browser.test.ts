@@ -242,6 +242,35 @@ for (const store of STORES) {
       await context.close();
     });
 
+    test('a position kept offline for more than a minute is dropped as stale, not sent when the network is back, and the page says so', {
+      timeout: 120_000,
+    }, async () => {
+      const c = await courier('Stas Stale');
+      const { context, page, problems } = await phone();
+      await page.clock.install();
+      await activate(page, c);
+      await logIn(page, c.phone);
+      await goOnline(page);
+      await page.locator('#location-state', { hasText: 'Position sent at' }).waitFor({ timeout: 15_000 });
+      const before = (await t.services.couriers.status(c.id)).location;
+      await context.setOffline(true);
+      await context.setGeolocation({ latitude: 55.77, longitude: 37.63 });
+      await page.locator('#location-state', { hasText: 'Not sent: no network' }).waitFor({ timeout: 15_000 });
+      await page.clock.fastForward(61_000);
+      await page.locator('#location-state', { hasText: 'kept while offline, was dropped: too old to send.' }).waitFor();
+      assert.match(
+        await page.locator('#location-state').innerText(),
+        /^Position is stale: the last fix is from .+\. Check that location is on\. The position from .+, kept while offline, was dropped: too old to send\.$/,
+      );
+      await check(page, 'position dropped as stale', 'stale');
+      t.clock.advance(5000);
+      await context.setOffline(false);
+      await page.clock.fastForward(2000);
+      assert.deepEqual((await t.services.couriers.status(c.id)).location, before, 'the stale point was not sent');
+      noProblems(problems, [/ERR_INTERNET_DISCONNECTED/]);
+      await context.close();
+    });
+
     test("location denied: going online says how to allow it; a second courier gets the 404 page for the first one's job", { timeout: 120_000 }, async () => {
       const first = await courier('Oleg First');
       const second = await courier('Sofia Second');

@@ -65,6 +65,7 @@
     let latest = null; // { lat, lng, at } the newest fix
     let pending = null; // a fix not sent yet (no network)
     let lastSent = 0;
+    let dropped = ''; // what the page says about a point dropped as stale
 
     const send = async (point) => {
       try {
@@ -94,14 +95,15 @@
     const tick = () => {
       const now = Date.now();
       if (pending && now - pending.at > staleAfter) {
+        dropped = `The position from ${clock(pending.at)}, kept while offline, was dropped: too old to send.`;
         pending = null;
-        say(`A position from ${clock(latest ? latest.at : now)} was dropped: too old to be useful.`, true);
       }
       if (!latest) return;
       if (now - latest.at > staleAfter) {
-        say(`Position is stale: the last fix is from ${clock(latest.at)}. Check that location is on.`, true);
+        say(`Position is stale: the last fix is from ${clock(latest.at)}. Check that location is on.${dropped ? ` ${dropped}` : ''}`, true);
         return;
       }
+      dropped = '';
       if (!navigator.onLine) {
         pending = latest;
         say(`Not sent: no network. The last position (${clock(latest.at)}) is sent when the network is back.`, true);
