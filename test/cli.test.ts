@@ -118,8 +118,8 @@ describeEachStore(
             previousState: 'inProgress',
             courier: { firstName: 'Ivan' },
             comment: 'regular courier of this shop',
-            estimatedPickupAt: assignedEvent.data.estimatedPickupAt,
-            estimatedDeliveryAt: assignedEvent.data.estimatedDeliveryAt,
+            estimatedPickupAt: (assignedEvent.data as Record<string, unknown>).estimatedPickupAt,
+            estimatedDeliveryAt: (assignedEvent.data as Record<string, unknown>).estimatedDeliveryAt,
           },
         },
       );
