@@ -72,7 +72,12 @@ export function createServices({ config, database, clock, signingKeys }: Service
   const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId));
   const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
   const tariffs = new TariffsService(db, clock);
+  const travel = new GreatCircleModel();
   const transfers = new TransfersService(db, clock, {
+    travel,
+    courierAt: async (trx, courierId) => couriersRepository.position(trx, courierId),
+    // Offered early enough that a courier from the edge of the first radius arrives by the window's start.
+    dispatchLeadSeconds: travel.expectedAssignSeconds + travel.travelSeconds({ lat: 0, lng: 0 }, { lat: config.dispatchRadiusKm / 111.2, lng: 0 }),
     paymentTtlMinutes: config.paymentTtlMinutes,
     assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
     sandboxStepSeconds: config.sandboxStepSeconds,
@@ -85,7 +90,6 @@ export function createServices({ config, database, clock, signingKeys }: Service
     maxJobsPerCourier: config.maxJobsPerCourier,
     onCredentialChange: (clientId) => auth.forget(clientId),
   });
-  const travel = new GreatCircleModel();
   return {
     auth,
     credentials,
@@ -101,6 +105,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
       ttlSeconds: config.quoteTtlSeconds,
       currency: config.currency,
       retentionDays: config.quoteRetentionDays,
+      travel,
     }),
     transfers,
     couriers,
@@ -129,7 +134,8 @@ export function createServices({ config, database, clock, signingKeys }: Service
     tracking: new TrackingService(db, {
       refreshSeconds: config.trackingRefreshSeconds,
       // The courier's latest position while it carries the parcel (the sandbox courier has none).
-      courierPosition: async ({ courierId }) => (courierId ? couriersRepository.position(db, courierId) : undefined),
+      // The sandbox's simulated courier moves along the way at the model's speed.
+      courierPosition: async ({ id, courierId }) => (courierId ? couriersRepository.position(db, courierId) : transfers.simulatedPosition(id)),
     }),
     accounts: new AccountsService(db, clock, {
       idleMs: config.sessionIdleMinutes * 60_000,

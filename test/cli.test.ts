@@ -112,7 +112,16 @@ describeEachStore(
       const [assignedEvent] = (await t.services.transfers.events(undefined, tr.id)).filter((e) => e.type === 'transfer.courier_assigned');
       assert.deepEqual(
         { actor: assignedEvent.actor, data: assignedEvent.data },
-        { actor: { type: 'operator' }, data: { previousState: 'inProgress', courier: { firstName: 'Ivan' }, comment: 'regular courier of this shop' } },
+        {
+          actor: { type: 'operator' },
+          data: {
+            previousState: 'inProgress',
+            courier: { firstName: 'Ivan' },
+            comment: 'regular courier of this shop',
+            estimatedPickupAt: (assignedEvent.data as Record<string, unknown>).estimatedPickupAt,
+            estimatedDeliveryAt: (assignedEvent.data as Record<string, unknown>).estimatedDeliveryAt,
+          },
+        },
       );
       const picked = await mds(t, 'transfers', 'advance', tr.id, '--to', 'pickedUp', '--reason', 'scanned at the warehouse');
       assert.equal(picked.stdout.trim(), `Transfer ${tr.id} is now pickedUp`);

@@ -350,7 +350,16 @@ for (const store of STORES) {
         const [event] = await assignedEvents(t, tr.id);
         assert.deepEqual(
           { actor: event.actor, data: event.data },
-          { actor: { type: 'operator' }, data: { previousState: 'inProgress', courier: { firstName: 'Olga' }, comment: 'Regular courier for this shop' } },
+          {
+            actor: { type: 'operator' },
+            data: {
+              previousState: 'inProgress',
+              courier: { firstName: 'Olga' },
+              comment: 'Regular courier for this shop',
+              estimatedPickupAt: assigned.estimatedPickupAt,
+              estimatedDeliveryAt: assigned.estimatedDeliveryAt,
+            },
+          },
         );
         assert.equal((await answer(t, near, offer.id, 'accept')).json().type, 'OFFER_EXPIRED');
         const jobs = (await t.as(chosen, { method: 'GET', url: '/courier/jobs/current' })).json() as Array<{ transferId: string }>;

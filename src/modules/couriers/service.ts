@@ -174,7 +174,10 @@ export class CouriersService {
         headers: { 'retry-after': '1' },
       });
     }
-    return couriersRepository.moveTo(this.#db, courierId, lat, lng, now, LOCATION_MIN_INTERVAL_MS);
+    const kept = await couriersRepository.moveTo(this.#db, courierId, lat, lng, now, LOCATION_MIN_INTERVAL_MS);
+    // The jobs it holds get estimates from where it now is.
+    if (kept) await this.#transfers.refreshEstimates(courierId, { lat, lng });
+    return kept;
   }
 
   /** Reports per courier in the current one-second window (in memory, per instance; stale windows are pruned). */

@@ -1094,6 +1094,18 @@ export interface components {
             unavailableReason: ("DISTANCE_EXCEEDS_RANGE" | "DELIVERY_TYPE_NOT_SUPPORTED" | "PARCEL_SIZE_NOT_SUPPORTED") | null;
             /** @description Delivery option name */
             name: string;
+            /**
+             * Format: date-time
+             * @description AVAILABLE products: when a courier is expected at the warehouse (inside the pickupWindow when one was given)
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            estimatedPickupAt?: string;
+            /**
+             * Format: date-time
+             * @description AVAILABLE products: when the parcel is expected at the destination, by this product's speed
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            estimatedDeliveryAt?: string;
             /** @description Fees frozen with the quote, like its prices */
             fees: {
                 /** @description Kept back from the refund if the merchant cancels after a courier accepted (major units) */
@@ -1227,6 +1239,21 @@ export interface components {
              * @enum {string}
              */
             deliveryType: "DOOR_TO_DOOR" | "CURBSIDE";
+            /** @description Book the pickup for later: a courier is dispatched so as to arrive within the window, the estimates fall inside it, and the merchant may cancel with a full refund until dispatch starts. Absent: as soon as possible. */
+            pickupWindow?: {
+                /**
+                 * Format: date-time
+                 * @description From now to 7 days ahead
+                 * @example 2026-11-21T10:00:00.000Z
+                 */
+                start: string;
+                /**
+                 * Format: date-time
+                 * @description At least 10 minutes after start
+                 * @example 2026-11-21T10:00:00.000Z
+                 */
+                end: string;
+            };
         };
         RecipientInfo: {
             firstName: string;
@@ -1326,6 +1353,35 @@ export interface components {
             courier?: {
                 firstName: string;
             };
+            /** @description Recomputed on every event and from the courier's position (the travel-time model); null once terminal */
+            estimatedPickupAt: string | null;
+            /** @description Recomputed on every event and from the courier's position; null once terminal and while returning */
+            estimatedDeliveryAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the courier collected the parcel
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            pickedUpAt?: string;
+            /**
+             * Format: date-time
+             * @description When the parcel was delivered
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            deliveredAt?: string;
+            /** @description A scheduled pickup: the window booked with the quote */
+            pickupWindow?: {
+                /**
+                 * Format: date-time
+                 * @example 2026-11-21T10:00:00.000Z
+                 */
+                start: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-21T10:00:00.000Z
+                 */
+                end: string;
+            };
             /** @description Present once the transfer is cancelled */
             cancellation?: {
                 /** @description A merchant reason code, NO_COURIER_ASSIGNED (the system, after the assignment timeout) or OPERATOR (support) */
@@ -1353,6 +1409,8 @@ export interface components {
         };
         /** @description Cancelled by the merchant, an operator or the system (no courier in time), with a refund; terminal */
         TransferCancelledData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1403,6 +1461,8 @@ export interface components {
         };
         /** @description A courier accepted the job and is on the way to the warehouse */
         TransferCourierAssignedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1451,6 +1511,8 @@ export interface components {
         };
         /** @description The courier gave the job back; another courier is sought */
         TransferCourierReleasedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1495,6 +1557,8 @@ export interface components {
         };
         /** @description The merchant paid for a delivery (POST /transfer); a courier is sought */
         TransferCreatedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /** @description The price paid, in major units */
             totalPrice: number;
             /** @description ISO 4217 currency of the amounts */
@@ -1543,6 +1607,8 @@ export interface components {
         };
         /** @description The parcel was handed over (with the recipient's deliveryPin); terminal */
         TransferDeliveredData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1587,6 +1653,8 @@ export interface components {
         };
         /** @description The courier could not deliver; the parcel goes back to the warehouse */
         TransferDeliveryFailedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1633,6 +1701,8 @@ export interface components {
         };
         /** @description The courier collected the parcel at the warehouse (with the transferCode) */
         TransferPickedUpData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1689,6 +1759,8 @@ export interface components {
         };
         /** @description The parcel is back at the warehouse; the price less the product's return fee is refunded; terminal */
         TransferReturnedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -2269,7 +2341,8 @@ export interface operations {
                      *         }
                      *       ],
                      *       "updatedAt": "2026-11-21T10:20:00.000Z",
-                     *       "sandbox": false
+                     *       "sandbox": false,
+                     *       "estimatedDeliveryAt": "2026-11-21T10:32:00.000Z"
                      *     }
                      */
                     "application/json": {
@@ -2338,6 +2411,8 @@ export interface operations {
                          */
                         updatedAt: string;
                         sandbox: boolean;
+                        /** @description null once the delivery ended (or while the parcel goes back) */
+                        estimatedDeliveryAt: string | null;
                     };
                     /**
                      * @example <!doctype html>
@@ -2373,6 +2448,7 @@ export interface operations {
                      *     <h1 id="state">On its way to you</h1>
                      *     <p class="route">Moscow &rarr; Moscow</p>
                      *     <p class="courier">Courier: <strong>Ivan</strong></p>
+                     *     <p class="expected">Expected delivery <time datetime="2026-11-21T10:32:00.000Z" title="2026-11-21T10:32:00.000Z">2026-11-21 10:32 UTC</time></p>
                      *     <svg class="map" viewBox="0 0 100 100" role="img" aria-live="off" aria-label="Pickup, destination">
                      *     <rect x="0" y="0" width="100" height="100" rx="4" fill="#eef3f7"/>
                      *     <line x1="80" y1="10" x2="20" y2="90" stroke="#7a8b99" stroke-width="0.8" stroke-dasharray="2 2"/>
@@ -3897,7 +3973,9 @@ export interface operations {
                      *         "updatedAt": "2026-11-21T10:05:00.000Z",
                      *         "deliveryPin": "4821",
                      *         "sandbox": false,
-                     *         "refundedAmount": 0
+                     *         "refundedAmount": 0,
+                     *         "estimatedPickupAt": "2026-11-21T10:07:00.000Z",
+                     *         "estimatedDeliveryAt": "2026-11-21T10:22:32.000Z"
                      *       }
                      *     ]
                      */
@@ -4128,7 +4206,9 @@ export interface operations {
                      *       "updatedAt": "2026-11-21T10:05:00.000Z",
                      *       "deliveryPin": "4821",
                      *       "sandbox": false,
-                     *       "refundedAmount": 0
+                     *       "refundedAmount": 0,
+                     *       "estimatedPickupAt": "2026-11-21T10:07:00.000Z",
+                     *       "estimatedDeliveryAt": "2026-11-21T10:22:32.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Transfer"];
@@ -4685,6 +4765,8 @@ export interface operations {
                      *       "deliveryPin": "4821",
                      *       "sandbox": false,
                      *       "refundedAmount": 314.38,
+                     *       "estimatedPickupAt": null,
+                     *       "estimatedDeliveryAt": null,
                      *       "cancellation": {
                      *         "reason": "CUSTOMER_REQUESTED",
                      *         "actor": "merchant",
@@ -5010,6 +5092,8 @@ export interface operations {
                      *       "deliveryPin": "4821",
                      *       "sandbox": true,
                      *       "refundedAmount": 0,
+                     *       "estimatedPickupAt": "2026-11-21T10:07:00.000Z",
+                     *       "estimatedDeliveryAt": "2026-11-21T10:22:32.000Z",
                      *       "courier": {
                      *         "firstName": "Sandbox"
                      *       }
@@ -5316,7 +5400,9 @@ export interface operations {
                      *       "updatedAt": "2026-11-21T10:05:00.000Z",
                      *       "deliveryPin": "4821",
                      *       "sandbox": false,
-                     *       "refundedAmount": 0
+                     *       "refundedAmount": 0,
+                     *       "estimatedPickupAt": "2026-11-21T10:07:00.000Z",
+                     *       "estimatedDeliveryAt": "2026-11-21T10:22:32.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Transfer"];
