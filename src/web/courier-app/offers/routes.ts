@@ -90,7 +90,19 @@ export async function offersPages(app: FastifyInstance): Promise<void> {
     });
     raw.write('retry: 3000\n\n');
     for (const o of open) send(o);
-    const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
+    // Each heartbeat also checks the session: a stream of a session that ended (logout, disabled, expired) closes.
+    const cookie = request.webSession?.cookie ?? '';
+    const heartbeat = setInterval(() => {
+      app.services.accounts.resolveSession(cookie).then(
+        (alive) => {
+          if (!alive) {
+            end();
+            raw.end();
+          } else if (!closed) raw.write(': keep-alive\n\n');
+        },
+        (err) => request.log.warn({ err }, 'session check of the offers stream failed'),
+      );
+    }, HEARTBEAT_MS);
     const end = () => {
       if (closed) return;
       closed = true;
