@@ -17,6 +17,7 @@ import { validatorCompiler } from './lib/validation.ts';
 import { discoveryRoutes } from './modules/auth/discovery.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { courierRoutes } from './modules/couriers/routes.ts';
+import { offerRoutes } from './modules/dispatch/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { balanceRoutes } from './modules/merchants/routes.ts';
 import { quoteRoutes } from './modules/quotes/routes.ts';
@@ -28,6 +29,7 @@ import { webhookRoutes } from './modules/webhooks/routes.ts';
 import type { Metrics } from './observability/metrics.ts';
 import { registerMetrics } from './observability/routes.ts';
 import { createServices, type Services } from './services.ts';
+import { courierAppPages } from './web/courier-app/index.ts';
 import { dashboardPages } from './web/dashboard/index.ts';
 import { opsPages } from './web/ops/index.ts';
 import { webPlugin } from './web/plugin.ts';
@@ -142,12 +144,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (config.rateLimitsEnabled) documentRateLimit(courierApi);
     courierApi.addHook('onRequest', limits.couriers);
     await courierApi.register(courierRoutes);
+    await courierApi.register(offerRoutes);
   });
   // Web pages for people (src/web): their own scope (sessions, CSRF, forms, HTML errors), apart from the JSON API.
   await app.register(async (web) => {
     await web.register(webPlugin, { config });
     await web.register(dashboardPages, { prefix: '/dashboard' });
     await web.register(opsPages, { prefix: '/ops' });
+    await web.register(courierAppPages, { prefix: '/courier-app' });
   });
   return app;
 }

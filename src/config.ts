@@ -45,6 +45,8 @@ export interface Config {
   sandboxStepSeconds: number;
   /** How many active jobs (accepted, not ended) one courier may hold. */
   maxJobsPerCourier: number;
+  /** The support line the courier app shows (e.g. when a job is locked after wrong codes); unset: "call your dispatcher". */
+  supportPhone: string | undefined;
   /** Whether this instance runs the scheduler (assignment timeouts, sandbox steps). */
   schedulerEnabled: boolean;
   schedulerIntervalMs: number;
@@ -91,6 +93,15 @@ export interface Config {
   /** Invites and reset links are also e-mailed through this SMTP server (smtp[s]://user:pass@host:port); unset: links are only shown. */
   smtpUrl: string | undefined;
   mailFrom: string;
+  /** Dispatch: couriers first looked for within this radius of the pickup, doubling each round up to the max. */
+  dispatchRadiusKm: number;
+  dispatchMaxRadiusKm: number;
+  /** How long one courier has to accept an offer before the next one gets it. */
+  offerTtlSeconds: number;
+  /** Offers expired in a row that set a courier offline. */
+  offerMissesBeforeOffline: number;
+  /** How often the dispatcher looks for work besides being woken by a payment or a decline in this process. */
+  dispatchIntervalMs: number;
 }
 
 export interface SigningKey {
@@ -179,6 +190,11 @@ export function loadConfig(env: Env = process.env): Config {
 
   const publicBaseUrl = parsePublicBaseUrl(str('PUBLIC_BASE_URL', ''), problems);
 
+  const supportPhone = str('SUPPORT_PHONE', '') || undefined;
+  if (supportPhone !== undefined && !/^\+?[0-9 ()-]{3,30}$/.test(supportPhone)) {
+    problems.push(`SUPPORT_PHONE must be a phone number (digits with optional +, spaces, dashes, parentheses), got "${supportPhone.slice(0, 40)}"`);
+  }
+
   const trustProxyRaw = str('TRUST_PROXY', 'false');
   const trustProxy = parseTrustProxy(trustProxyRaw);
   if (trustProxy === undefined) {
@@ -221,6 +237,7 @@ export function loadConfig(env: Env = process.env): Config {
     assignmentTimeoutMinutes: int('ASSIGNMENT_TIMEOUT_MINUTES', 60, 1, 10_080),
     sandboxStepSeconds: int('SANDBOX_STEP_SECONDS', 10, 0, 86_400),
     maxJobsPerCourier: int('MAX_JOBS_PER_COURIER', 1, 1, 100),
+    supportPhone,
     schedulerEnabled: bool('SCHEDULER_ENABLED', true),
     schedulerIntervalMs: int('SCHEDULER_INTERVAL_SECONDS', 5, 1, 3600) * 1000,
     metricsToken,
@@ -249,7 +266,15 @@ export function loadConfig(env: Env = process.env): Config {
     loginFailureWindowSeconds: int('LOGIN_FAILURE_WINDOW_SECONDS', 900, 1, 86_400),
     smtpUrl,
     mailFrom: str('MAIL_FROM', 'Merchant delivery service <no-reply@localhost>'),
+    dispatchRadiusKm: int('DISPATCH_RADIUS_KM', 3, 1, 1000),
+    dispatchMaxRadiusKm: int('DISPATCH_MAX_RADIUS_KM', 20, 1, 1000),
+    offerTtlSeconds: int('OFFER_TTL_SECONDS', 30, 1, 3600),
+    offerMissesBeforeOffline: int('OFFER_MISSES_BEFORE_OFFLINE', 3, 1, 1000),
+    dispatchIntervalMs: int('DISPATCH_INTERVAL_MS', 1000, 50, 60_000),
   };
+  if (config.dispatchMaxRadiusKm < config.dispatchRadiusKm) {
+    problems.push(`DISPATCH_MAX_RADIUS_KM (${config.dispatchMaxRadiusKm}) must be at least DISPATCH_RADIUS_KM (${config.dispatchRadiusKm})`);
+  }
   if (config.webhookAllowPrivate && nodeEnv === 'production') {
     problems.push('WEBHOOK_ALLOW_PRIVATE=true is for development and tests: it lets merchants make the service call internal addresses');
   }

@@ -12,6 +12,9 @@ import { CredentialsService } from './modules/auth/credentials-service.ts';
 import { TokenSigner } from './modules/auth/tokens.ts';
 import { COURIER_CLIENT_PREFIX, couriersRepository } from './modules/couriers/repository.ts';
 import { CouriersService } from './modules/couriers/service.ts';
+import { OfferFeed } from './modules/dispatch/feed.ts';
+import { DispatchService } from './modules/dispatch/service.ts';
+import { GreatCircleModel } from './modules/eta/model.ts';
 import { IdempotencyService } from './modules/idempotency/service.ts';
 import { MerchantsService } from './modules/merchants/service.ts';
 import { QuotesService } from './modules/quotes/service.ts';
@@ -32,6 +35,8 @@ export interface Services {
   quotes: QuotesService;
   transfers: TransfersService;
   couriers: CouriersService;
+  /** Offers to couriers (list, accept, decline, subscribe), the dispatcher's pass, operators' assignment. */
+  dispatch: DispatchService;
   webhooks: WebhooksService;
   webhookDelivery: WebhookDelivery;
   tracking: TrackingService;
@@ -70,12 +75,25 @@ export function createServices({ config, database, clock, signingKeys }: Service
   const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId), audit);
   const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
   const tariffs = new TariffsService(db, clock, audit);
+  const travel = new GreatCircleModel();
   const transfers = new TransfersService(db, clock, {
     audit,
+    travel,
+    courierAt: async (trx, courierId) => couriersRepository.position(trx, courierId),
+    // Offered early enough that a courier from the edge of the first radius arrives by the window's start.
+    dispatchLeadSeconds: travel.expectedAssignSeconds + travel.travelSeconds({ lat: 0, lng: 0 }, { lat: config.dispatchRadiusKm / 111.2, lng: 0 }),
     paymentTtlMinutes: config.paymentTtlMinutes,
     assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
     sandboxStepSeconds: config.sandboxStepSeconds,
     publicBaseUrl: config.publicBaseUrl,
+  });
+  const couriers = new CouriersService({
+    db,
+    clock,
+    transfers,
+    maxJobsPerCourier: config.maxJobsPerCourier,
+    onCredentialChange: (clientId) => auth.forget(clientId),
+    audit,
   });
   return {
     auth,
@@ -92,15 +110,24 @@ export function createServices({ config, database, clock, signingKeys }: Service
       ttlSeconds: config.quoteTtlSeconds,
       currency: config.currency,
       retentionDays: config.quoteRetentionDays,
+      travel,
     }),
     transfers,
-    couriers: new CouriersService({
+    couriers,
+    dispatch: new DispatchService({
       db,
       clock,
+      couriers,
       transfers,
-      maxJobsPerCourier: config.maxJobsPerCourier,
-      onCredentialChange: (clientId) => auth.forget(clientId),
-      audit,
+      model: travel,
+      feed: new OfferFeed(database),
+      settings: {
+        radiusKm: config.dispatchRadiusKm,
+        maxRadiusKm: config.dispatchMaxRadiusKm,
+        offerTtlSeconds: config.offerTtlSeconds,
+        missesBeforeOffline: config.offerMissesBeforeOffline,
+        maxJobsPerCourier: config.maxJobsPerCourier,
+      },
     }),
     webhooks: new WebhooksService(db, clock, { allowPrivate: config.webhookAllowPrivate, audit }),
     webhookDelivery: new WebhookDelivery(db, database.dialect, clock, {
@@ -112,7 +139,8 @@ export function createServices({ config, database, clock, signingKeys }: Service
     tracking: new TrackingService(db, {
       refreshSeconds: config.trackingRefreshSeconds,
       // The courier's latest position while it carries the parcel (the sandbox courier has none).
-      courierPosition: async ({ courierId }) => (courierId ? couriersRepository.position(db, courierId) : undefined),
+      // The sandbox's simulated courier moves along the way at the model's speed.
+      courierPosition: async ({ id, courierId }) => (courierId ? couriersRepository.position(db, courierId) : transfers.simulatedPosition(id)),
     }),
     accounts: new AccountsService(db, clock, {
       idleMs: config.sessionIdleMinutes * 60_000,

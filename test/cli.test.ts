@@ -89,7 +89,7 @@ describeEachStore(
       assert.match(text.stdout, /^Payer: balance 109\.99 RUB$/m);
     });
 
-    test('transfers list, show, events, advance and cancel: support moves any transfer, audited as operator events with the reason', async () => {
+    test('transfers list, show, events, assign, advance and cancel: support moves any transfer, audited as operator events with the reason', async () => {
       const t = ctx();
       const { m, w } = await setup(t, '1000');
       const tr = await paidTransfer(t, m, w.id);
@@ -100,13 +100,29 @@ describeEachStore(
       const shown = json(await mds(t, 'transfers', 'show', tr.id, '--json'));
       assert.deepEqual(shown, { ...tr, merchantId: m.merchantId });
 
-      // Support cannot assign a job (it would be nobody's): only couriers accept.
-      const assign = await mds(t, 'transfers', 'advance', tr.id, '--to', 'courierAssigned', '--reason', 'Courier asked', '--json');
-      assert.deepEqual(JSON.parse(assign.stdout), {
-        error: 'TRANSITION_NOT_ALLOWED',
-        message: `Transfer ${tr.id} is inProgress; from there it can move to: cancelled`,
+      // An assignment names its courier: advance refuses it and points to assign.
+      const advanced = await mds(t, 'transfers', 'advance', tr.id, '--to', 'courierAssigned', '--reason', 'x', '--json');
+      assert.deepEqual(JSON.parse(advanced.stdout), {
+        error: 'VALIDATION_FAILED',
+        message: 'Assign a courier with mds transfers assign ID --courier COURIER_ID --reason TEXT',
       });
-      await t.services.transfers.transition(tr.id, { to: 'courierAssigned', actor: { type: 'courier', courier: { id: 'c-1', firstName: 'Ivan' } } });
+      const courier = await t.courier('Ivan Petrov');
+      const assigned = await mds(t, 'transfers', 'assign', tr.id, '--courier', courier.courierId, '--reason', 'regular courier of this shop');
+      assert.equal(assigned.stdout.trim(), `Transfer ${tr.id} is now courierAssigned (courier Ivan)`);
+      const [assignedEvent] = (await t.services.transfers.events(undefined, tr.id)).filter((e) => e.type === 'transfer.courier_assigned');
+      assert.deepEqual(
+        { actor: assignedEvent.actor, data: assignedEvent.data },
+        {
+          actor: { type: 'operator' },
+          data: {
+            previousState: 'inProgress',
+            courier: { firstName: 'Ivan' },
+            comment: 'regular courier of this shop',
+            estimatedPickupAt: (assignedEvent.data as Record<string, unknown>).estimatedPickupAt,
+            estimatedDeliveryAt: (assignedEvent.data as Record<string, unknown>).estimatedDeliveryAt,
+          },
+        },
+      );
       const picked = await mds(t, 'transfers', 'advance', tr.id, '--to', 'pickedUp', '--reason', 'scanned at the warehouse');
       assert.equal(picked.stdout.trim(), `Transfer ${tr.id} is now pickedUp`);
       const refused = await mds(t, 'transfers', 'advance', tr.id, '--to', 'inProgress', '--reason', 'Courier asked', '--json');
@@ -139,7 +155,7 @@ describeEachStore(
       assert.deepEqual(
         events.slice(2).map((e: { type: string; actor: { type: string }; data: Record<string, unknown> }) => [e.type, e.actor.type, e.data.comment]),
         [
-          ['transfer.courier_assigned', 'courier', undefined],
+          ['transfer.courier_assigned', 'operator', 'regular courier of this shop'],
           ['transfer.picked_up', 'operator', 'scanned at the warehouse'],
           ['transfer.cancelled', 'operator', 'parcel lost, refunded by support'],
         ],

@@ -93,7 +93,14 @@ describeEachStore('transfer lifecycle: events, cancellation, refunds', (ctx) => 
       state: 'inProgress',
       occurredAt: tr.createdAt,
       actor: { type: 'merchant' },
-      data: { totalPrice: 516, currency: 'RUB', productKey: 'standard', warehouseId: w.id },
+      data: {
+        totalPrice: 516,
+        currency: 'RUB',
+        productKey: 'standard',
+        warehouseId: w.id,
+        estimatedPickupAt: tr.estimatedPickupAt,
+        estimatedDeliveryAt: tr.estimatedDeliveryAt,
+      },
     });
     assert.match(paid.id, UUID_RE);
     assert.match(created.occurredAt, ISO_MS_RE);
@@ -113,6 +120,8 @@ describeEachStore('transfer lifecycle: events, cancellation, refunds', (ctx) => 
       state: 'cancelled',
       updatedAt: at,
       refundedAmount: 516,
+      estimatedPickupAt: null,
+      estimatedDeliveryAt: null,
       cancellation: { reason: 'CUSTOMER_REQUESTED', comment: 'buyer changed mind', actor: 'merchant', refundAmount: 516, cancelledAt: at },
     });
     assert.deepEqual(await get(t, m, tr.id), res.json(), 'lookup shows the same');
@@ -138,7 +147,15 @@ describeEachStore('transfer lifecycle: events, cancellation, refunds', (ctx) => 
         state: 'cancelled',
         occurredAt: at,
         actor: { type: 'merchant' },
-        data: { previousState: 'inProgress', reason: 'CUSTOMER_REQUESTED', comment: 'buyer changed mind', refundAmount: 516, currency: 'RUB' },
+        data: {
+          previousState: 'inProgress',
+          reason: 'CUSTOMER_REQUESTED',
+          comment: 'buyer changed mind',
+          refundAmount: 516,
+          currency: 'RUB',
+          estimatedPickupAt: null,
+          estimatedDeliveryAt: null,
+        },
       },
     );
 
@@ -182,7 +199,12 @@ describeEachStore('transfer lifecycle: events, cancellation, refunds', (ctx) => 
         ['transfer.cancelled', 'cancelled', 'merchant'],
       ],
     );
-    assert.deepEqual(list[2].data, { previousState: 'inProgress', courier: { firstName: 'Ivan' } });
+    assert.deepEqual(list[2].data, {
+      previousState: 'inProgress',
+      courier: { firstName: 'Ivan' },
+      estimatedPickupAt: assigned.estimatedPickupAt,
+      estimatedDeliveryAt: assigned.estimatedDeliveryAt,
+    });
   });
 
   test('after pickup the merchant cannot cancel: 409 TRANSFER_NOT_CANCELLABLE with state pickedUp, nothing changes', async () => {
@@ -227,8 +249,22 @@ describeEachStore('transfer lifecycle: events, cancellation, refunds', (ctx) => 
     assert.equal(balance, '416.00');
     assert.deepEqual(entries.at(-1)?.kind, 'REFUND');
     const list = await assertGapless(t, m, returned.id);
-    assert.deepEqual(list.at(-2)?.data, { previousState: 'pickedUp', reason: 'RECIPIENT_UNAVAILABLE', comment: 'no answer' });
-    assert.deepEqual(list.at(-1)?.data, { previousState: 'returning', refundAmount: 416, currency: 'RUB', returnFee: 100 });
+    // Going back, the pickup's time stays and nothing is expected at the destination; once returned, no estimates.
+    assert.deepEqual(list.at(-2)?.data, {
+      previousState: 'pickedUp',
+      reason: 'RECIPIENT_UNAVAILABLE',
+      comment: 'no answer',
+      estimatedPickupAt: r.pickedUpAt,
+      estimatedDeliveryAt: null,
+    });
+    assert.deepEqual(list.at(-1)?.data, {
+      previousState: 'returning',
+      refundAmount: 416,
+      currency: 'RUB',
+      returnFee: 100,
+      estimatedPickupAt: null,
+      estimatedDeliveryAt: null,
+    });
   });
 
   test('Idempotency-Key on cancel: the same key replays the 200; a refusal changes nothing', async () => {

@@ -39,6 +39,10 @@ const EXPECTED_OPERATIONS = [
   'POST /courier/jobs/{transferId}/deliver',
   'POST /courier/jobs/{transferId}/fail',
   'POST /courier/jobs/{transferId}/return',
+  'GET /courier/offers',
+  'GET /courier/offers/stream',
+  'POST /courier/offers/{offerId}/accept',
+  'POST /courier/offers/{offerId}/decline',
   'POST /webhook-endpoints',
   'GET /webhook-endpoints',
   'GET /webhook-endpoints/{id}',
@@ -133,6 +137,11 @@ describe('the committed OpenAPI document (openapi.json)', () => {
           // The tracking page is for browsers too: an HTML representation beside the JSON one.
           if (type === 'text/html' && HTML_OPERATIONS.has(name)) {
             assert.ok(typeof media.example === 'string' && media.example.startsWith('<!doctype html>'), `${name} ${status}: HTML example`);
+            continue;
+          }
+          // The offer stream is server-sent events: its example is one `offer` event.
+          if (type === 'text/event-stream' && name === 'GET /courier/offers/stream') {
+            assert.ok(typeof media.example === 'string' && media.example.startsWith('event: offer\n'), `${name} ${status}: event-stream example`);
             continue;
           }
           if (status.startsWith('2')) {

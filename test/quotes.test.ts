@@ -31,6 +31,9 @@ describeEachStore('POST /options', (ctx) => {
           status: 'AVAILABLE',
           unavailableReason: null,
           name: 'Standard delivery',
+          // The travel-time model: a courier in 2 minutes, then 11.12 km × 1.35 at 20 km/h (2702 s) plus 3 minutes at the door.
+          estimatedPickupAt: new Date(t.clock.now() + 120_000).toISOString(),
+          estimatedDeliveryAt: new Date(t.clock.now() + 120_000 + 2_882_000).toISOString(),
           fees: { cancellation: '50.00', return: '100.00' },
           common: {
             pattern: 'standard',
@@ -51,6 +54,9 @@ describeEachStore('POST /options', (ctx) => {
           status: 'AVAILABLE',
           unavailableReason: null,
           name: 'Express delivery',
+          // Express is faster (25 km/h): 2162 s on the way.
+          estimatedPickupAt: new Date(t.clock.now() + 120_000).toISOString(),
+          estimatedDeliveryAt: new Date(t.clock.now() + 120_000 + 2_342_000).toISOString(),
           fees: { cancellation: '75.00', return: '150.00' },
           common: {
             pattern: 'express',

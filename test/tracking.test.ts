@@ -39,13 +39,16 @@ describeEachStore('tracking page', (ctx) => {
       pickup: { city: 'Gulf' },
       destination: { city: 'Gulf' },
       courier: { firstName: 'Sandbox' },
-      map: { pickup: { x: 12, y: 50 }, destination: { x: 88, y: 50 }, courier: null },
+      // The sandbox courier waits at the pickup once assigned (it moves along the way after pickup).
+      map: { pickup: { x: 12, y: 50 }, destination: { x: 88, y: 50 }, courier: { x: 12, y: 50, at } },
       timeline: [
         { type: 'transfer.created', state: 'inProgress', label: 'Order placed', occurredAt: created },
         { type: 'transfer.courier_assigned', state: 'courierAssigned', label: 'Courier Sandbox is on the way to pick it up', occurredAt: at },
       ],
       updatedAt: at,
       sandbox: true,
+      // Picked up now, then 11.12 km × 1.35 at 20 km/h (2702 s) plus 3 minutes at the door.
+      estimatedDeliveryAt: new Date(t.clock.now() + 2_882_000).toISOString(),
     });
     assertNothingPrivate(res.body, tr);
   });

@@ -57,6 +57,9 @@ describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
       deliveryPin: tr.deliveryPin,
       sandbox: false,
       refundedAmount: 0,
+      // The quote's estimates, recomputed at payment: a courier expected in 2 minutes, the parcel 2882 s later.
+      estimatedPickupAt: new Date(t.clock.now() + 120_000).toISOString(),
+      estimatedDeliveryAt: new Date(t.clock.now() + 120_000 + 2_882_000).toISOString(),
     });
     assert.match(tr.deliveryPin, /^[0-9]{4}$/);
     assert.equal(await quoteStatus(t, q.id), 'consumed');

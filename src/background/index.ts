@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
 import type { Services } from '../services.ts';
+import { startDispatcher } from './dispatcher.ts';
 import { type Logger, startScheduler } from './scheduler.ts';
 import { startWebhookWorker } from './webhook-worker.ts';
 
@@ -19,11 +20,14 @@ export function startBackground(services: Services, config: Config, log: Logger,
     ? startScheduler({ ...services, intervalMs: config.schedulerIntervalMs, sandboxStepMs: config.sandboxStepSeconds * 1000, log })
     : undefined;
   if (scheduler) log.info({ intervalMs: config.schedulerIntervalMs, sandboxStepSeconds: config.sandboxStepSeconds }, 'scheduler started');
+  // The dispatcher runs with the scheduler (SCHEDULER_ENABLED, `mds worker`): both are lifecycle work safe on every instance.
+  const dispatcher = parts.scheduler ? startDispatcher({ dispatch: services.dispatch, intervalMs: config.dispatchIntervalMs, log }) : undefined;
+  if (dispatcher) log.info({ intervalMs: config.dispatchIntervalMs, offerTtlSeconds: config.offerTtlSeconds }, 'dispatcher started');
   const webhooks = parts.webhooks ? startWebhookWorker({ delivery: services.webhookDelivery, pollIntervalMs: config.webhookPollIntervalMs, log }) : undefined;
   if (webhooks) log.info({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookConcurrency }, 'webhook worker started');
   return {
     async stop() {
-      await Promise.all([scheduler?.stop(), webhooks?.stop()]);
+      await Promise.all([scheduler?.stop(), dispatcher?.stop(), webhooks?.stop()]);
     },
   };
 }

@@ -17,6 +17,15 @@ export interface Database {
   describe: string;
   /** PostgreSQL pool use (metrics); undefined for SQLite (one connection). */
   poolStats?(): { total: number; idle: number; waiting: number };
+  /**
+   * PostgreSQL only: the NOTIFY channel for `name` in this schema (deployments and test runs sharing a
+   * server never hear each other), and LISTEN on it over a connection of its own (reconnecting after a
+   * loss). Returns how to stop listening; close() stops every listener.
+   */
+  notifications?: {
+    channel(name: string): string;
+    listen(name: string, onMessage: (payload: string) => void): Promise<() => Promise<void>>;
+  };
   close(): Promise<void>;
 }
 
@@ -117,12 +126,64 @@ function openPostgres(opts: DatabaseOptions): Database {
   pool.on('connect', (client) => client.on('error', (err) => opts.onPoolError?.(err)));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   const u = new URL(opts.url);
+  const listeners = new Set<() => Promise<void>>();
+  const channel = (name: string) =>
+    `mds_${name}_${opts.schema ?? 'public'}`
+      .toLowerCase()
+      .replace(/[^a-z0-9_]/g, '_')
+      .slice(0, 63);
   return {
     db,
     dialect: 'postgres',
     describe: `${u.hostname}:${u.port || 5432}${u.pathname}${opts.schema ? ` (schema ${opts.schema})` : ''}`,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    close: () => db.destroy(),
+    notifications: {
+      channel,
+      async listen(name, onMessage) {
+        const stop = await listenFor(opts, channel(name), onMessage);
+        const remove = async () => {
+          listeners.delete(remove);
+          await stop();
+        };
+        listeners.add(remove);
+        return remove;
+      },
+    },
+    close: async () => {
+      await Promise.all([...listeners].map((stop) => stop()));
+      await db.destroy();
+    },
+  };
+}
+
+/**
+ * LISTEN on one channel over a dedicated connection (a pooled one would be handed to other queries).
+ * A lost connection is replaced after a second; notifications sent meanwhile are lost, so listeners
+ * must also poll (the dispatcher does, and the offer stream lists open offers when it connects).
+ */
+async function listenFor(opts: DatabaseOptions, channelName: string, onMessage: (payload: string) => void): Promise<() => Promise<void>> {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString: opts.url, connectionTimeoutMillis: 5_000 });
+    c.on('notification', (n) => {
+      if (n.channel === channelName) onMessage(n.payload ?? '');
+    });
+    c.on('error', (err) => {
+      opts.onPoolError?.(err);
+      c.end().catch(() => {});
+      if (!stopped && client === c) retry = setTimeout(() => void connect().catch(() => {}), 1000);
+    });
+    client = c;
+    await c.connect();
+    await c.query(`listen "${channelName}"`);
+  };
+  await connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await client?.end().catch(() => {});
   };
 }
 

@@ -113,6 +113,18 @@ export interface TransfersTable {
   locked: number;
   /** The digits of recipientInfo.phone, for the dashboard's search (null only on rows seeded outside the service). */
   recipient_phone: string | null;
+  /** Dispatch: how far the search for a courier has widened (radius DISPATCH_RADIUS_KM * 2^round, capped). */
+  dispatch_round?: number;
+  /** Not offered to couriers before this time (scheduled pickups); null: at once. */
+  dispatch_at?: number | null;
+  pickup_window_start?: number | null;
+  pickup_window_end?: number | null;
+  /** The travel-time model's estimates, recomputed on every change; null once terminal. */
+  estimated_pickup_at?: number | null;
+  estimated_delivery_at?: number | null;
+  assigned_at?: number | null;
+  picked_up_at?: number | null;
+  delivered_at?: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -130,8 +142,25 @@ export interface CouriersTable {
   lat: number | null;
   lng: number | null;
   location_at: number | null;
+  /** Offers expired in a row; OFFER_MISSES_BEFORE_OFFLINE of them set the courier offline (absent on insert: 0). */
+  missed_offers?: number;
   created_at: number;
   updated_at: number;
+}
+
+export type OfferStatus = 'open' | 'accepted' | 'declined' | 'expired' | 'withdrawn';
+
+/** A transfer offered to one courier for OFFER_TTL_SECONDS; one outcome each (conditional updates from 'open'). */
+export interface OffersTable {
+  id: string;
+  transfer_id: string;
+  courier_id: string;
+  status: OfferStatus;
+  distance_metres: number;
+  estimated_pickup_at: number;
+  created_at: number;
+  expires_at: number;
+  decided_at: number | null;
 }
 
 export interface EventsTable {
@@ -283,6 +312,7 @@ export interface DB {
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
   couriers: CouriersTable;
+  offers: OffersTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;

@@ -36,3 +36,22 @@ export interface SchedulerPass {
   purgedQuotes: number;
 }
 export const schedulerPassed = channel('mds:scheduler-pass');
+
+/**
+ * An offer made to a courier (published after its commit). On SQLite this channel is how the courier's
+ * stream hears of it (one process owns the file); on PostgreSQL the offer goes out with NOTIFY instead,
+ * so a courier connected to any instance hears of it.
+ */
+export interface OfferMade {
+  courierId: string;
+  offerId: string;
+}
+export const offerMade = channel('mds:offer-made');
+
+/** An offer's outcome (metrics): made, accepted, declined, expired; assigned carries the time from payment to assignment. */
+export interface DispatchOutcome {
+  outcome: 'made' | 'accepted' | 'declined' | 'expired' | 'assigned';
+  /** For 'assigned': milliseconds from the payment (or the pickup window's dispatch start) to the assignment. */
+  waitedMs?: number;
+}
+export const dispatchOutcome = channel('mds:dispatch-outcome');

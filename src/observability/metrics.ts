@@ -4,6 +4,8 @@ import { createServer, type Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/database.ts';
 import {
+  type DispatchOutcome,
+  dispatchOutcome,
   type EventCommitted,
   eventCommitted,
   retryChannel,
@@ -70,6 +72,19 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly offers = new Counter({
+    name: 'mds_offers_total',
+    help: 'Dispatch offers by outcome: made, accepted, declined, expired',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly assignmentWait = new Histogram({
+    name: 'mds_assignment_wait_seconds',
+    help: "Time from payment (or a scheduled pickup's dispatch start) to a courier assigned, by offer, job list or operator",
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+    registers: [this.registry],
+  });
+
   constructor(database: Database) {
     this.#database = database;
     collectDefaultMetrics({ register: this.registry, prefix: 'mds_' });
@@ -113,6 +128,11 @@ export class Metrics {
     this.#listen(retryChannel.name as string, (m) => this.transactionRetries.inc({ code: String((m as TransactionRetry).code ?? 'unknown') }));
     this.#listen(eventCommitted.name as string, (m) => this.eventsWritten.inc({ type: (m as EventCommitted).type }));
     this.#listen(webhookAttempted.name as string, (m) => this.webhookDeliveries.inc({ outcome: (m as WebhookAttempted).outcome }));
+    this.#listen(dispatchOutcome.name as string, (m) => {
+      const o = m as DispatchOutcome;
+      if (o.outcome === 'assigned') this.assignmentWait.observe((o.waitedMs ?? 0) / 1000);
+      else this.offers.inc({ outcome: o.outcome });
+    });
     this.#listen(schedulerPassed.name as string, (m) => this.#schedulerPass(m as SchedulerPass));
     new Gauge({
       name: 'mds_webhook_outbox_lag_seconds',

@@ -73,6 +73,16 @@ const APPS: Array<{ prefix: string; name: string; home: string; nav: NavEntry[] 
       { label: 'Operators', href: '/ops/operators', roles: ['admin'] },
     ],
   },
+  {
+    prefix: '/courier-app',
+    name: 'Courier',
+    home: '/courier-app/shift',
+    nav: [
+      { label: 'Shift', href: '/courier-app/shift' },
+      { label: 'Jobs', href: '/courier-app/jobs' },
+      { label: 'Today', href: '/courier-app/today' },
+    ],
+  },
 ];
 
 function appOf(path: string) {
@@ -89,9 +99,9 @@ export function navigation(path: string, person: Person | null): NavItem[] {
   return visible.map((n) => ({ label: n.label, href: n.href, current: n === current }));
 }
 
-/** Every page's CSP: nothing from elsewhere, scripts only with this response's nonce, no inline style. */
+/** Every page's CSP: nothing from elsewhere, scripts only with this response's nonce, no inline style (the courier app's manifest and service worker come from this site too). */
 export const pageCsp = (nonce: string): string =>
-  `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
+  `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; manifest-src 'self'; worker-src 'self'`;
 
 /** A nonce and the security headers for an HTML answer (once per response; also for an error page rendered before the web hooks ran). */
 export function securePage(reply: FastifyReply): void {

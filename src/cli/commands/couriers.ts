@@ -1,15 +1,20 @@
 import type { Command } from 'commander';
+import { AppError } from '../../lib/errors.ts';
 import { cliActor, group, leaf, type Output, text, withRuntime } from '../context.ts';
+import { linkBase } from './users.ts';
 
 export function couriersCommands(program: Command, out: Output): void {
   const couriers = group(program, 'couriers', 'courier accounts');
 
-  leaf(couriers, 'create', 'a courier account and its client credentials (the secret is shown once)')
+  leaf(couriers, 'create', 'a courier account: its client credentials (the secret is shown once) and a one-time activation link for the courier app')
     .requiredOption('--name <name>', 'full name (merchants see the first name)', text)
-    .requiredOption('--phone <phone>', 'digits with optional +, spaces, dashes, parentheses', text)
+    .requiredOption('--phone <phone>', 'digits with optional +, spaces, dashes, parentheses (the courier logs in with it)', text)
     .action((o: { name: string; phone: string }) =>
-      withRuntime(async ({ services }) => {
+      withRuntime(async ({ services, config }) => {
+        // Checked first, so a refused phone leaves no courier behind.
+        if (!(await services.accounts.courierPhoneFree(o.phone))) throw new AppError('PHONE_TAKEN', `Another courier already logs in with ${o.phone.trim()}`);
         const { courier, clientId, clientSecret } = await services.couriers.create(o.name, o.phone, cliActor());
+        const activation = await services.accounts.courierActivationLink(courier.id, linkBase(config));
         out.print(
           [
             `Courier created: ${courier.name}`,
@@ -17,10 +22,22 @@ export function couriersCommands(program: Command, out: Output): void {
             `  client id:      ${clientId}`,
             `  client secret:  ${clientSecret}`,
             '',
-            "The client secret is shown only this once: put it in the courier's app settings.",
+            'The client secret is shown only this once (for an integration using the courier API).',
+            'Send the courier this activation link: it works once, for 72 hours, and sets the password of the courier app',
+            `(${courier.phone} + that password at /courier-app/login):`,
+            activation.url,
           ].join('\n'),
-          { courier, clientId, clientSecret },
+          { courier, clientId, clientSecret, activationUrl: activation.url },
         );
+      }),
+    );
+
+  leaf(couriers, 'activation-link', "a new one-time link (72 h) where the courier sets the courier app's password (also a reset)")
+    .argument('<courierId>')
+    .action((courierId: string) =>
+      withRuntime(async ({ services, config }) => {
+        const r = await services.accounts.courierActivationLink(courierId.trim(), linkBase(config));
+        out.print(`The link works once, for 72 hours:\n${r.url}`, { courierId: courierId.trim(), activationUrl: r.url, purpose: r.purpose });
       }),
     );
 

@@ -8,6 +8,8 @@ import { rateLimits } from './005_rate_limits.ts';
 import { accounts } from './006_accounts.ts';
 import { dashboard } from './007_dashboard.ts';
 import { operatorConsole } from './008_operator_console.ts';
+import { dispatch } from './009_dispatch.ts';
+import { courierApp } from './010_courier_app.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 export function allMigrations(dialect: Dialect): Record<string, Migration> {
@@ -20,5 +22,7 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-23-006-accounts': accounts(dialect),
     '2026-11-23-007-dashboard': dashboard(dialect),
     '2026-11-25-008-operator-console': operatorConsole(dialect),
+    '2026-11-25-009-dispatch': dispatch(dialect),
+    '2026-11-25-010-courier-app': courierApp(),
   };
 }

@@ -18,6 +18,15 @@ export const accountsRepository = {
     return db.selectFrom('people').selectAll().where('kind', '=', kind).where('email', '=', email).executeTakeFirst();
   },
 
+  /** A courier person by the digits of its phone number (unique per kind). */
+  async personByPhone(db: Db, kind: PersonKind, phoneDigits: string): Promise<PersonRow | undefined> {
+    return db.selectFrom('people').selectAll().where('kind', '=', kind).where('phone', '=', phoneDigits).executeTakeFirst();
+  },
+
+  async personByCourier(db: Db, courierId: string): Promise<PersonRow | undefined> {
+    return db.selectFrom('people').selectAll().where('kind', '=', 'courier').where('courier_id', '=', courierId).executeTakeFirst();
+  },
+
   async merchantUser(db: Db, merchantId: string, id: string): Promise<PersonRow | undefined> {
     return db.selectFrom('people').selectAll().where('kind', '=', 'merchant').where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
   },

@@ -6,6 +6,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { type AuditService, OPERATOR_ROLES, type OperatorActor, type OperatorRole } from '../audit/service.ts';
+import { couriersRepository } from '../couriers/repository.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import type { Mailer } from './mail.ts';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.ts';
@@ -100,6 +101,8 @@ const RECOVERY_CODES = 10;
 const TOTP_PERIOD = 30;
 
 export const normaliseEmail = (email: string): string => email.trim().toLowerCase();
+/** A phone number as its digits only: "+7 900 000-00-01" and "79000000001" are the same courier. */
+export const phoneDigits = (phone: string): string => phone.replace(/\D/g, '');
 const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
 /** People, passwords, sessions, one-time links, second factor. The rules live here; web pages and the CLI call it. */
@@ -183,7 +186,7 @@ export class AccountsService {
       person = (await accountsRepository.updatePerson(this.#db, person.id, { role: input.role, updated_at: this.#clock.now() })) ?? person;
     }
     person ??= await this.createMerchantUser(input.merchantId, { email, role: input.role, name: input.name });
-    const url = await this.#link(person.id, 'invite', baseUrl, '/dashboard', by && { merchantId: input.merchantId, email, role: input.role, by });
+    const url = await this.#link(person.id, 'invite', baseUrl, '/dashboard/set-password', by && { merchantId: input.merchantId, email, role: input.role, by });
     const mailed = await this.#mail(email, 'You are invited to the merchant dashboard', [
       `You have been invited to the merchant delivery dashboard as ${person.role}.`,
       '',
@@ -205,7 +208,8 @@ export class AccountsService {
     personId: string,
     purpose: 'invite' | 'reset',
     baseUrl: string,
-    app: '/dashboard' | '/ops' = '/dashboard',
+    /** The page of the link: each app has its own (set a password, activate the courier app). */
+    path = '/dashboard/set-password',
     /** An operator inviting a merchant's user: audited with the link. */
     audited?: { merchantId: string; email: string; role: string; by: OperatorActor },
   ): Promise<string> {
@@ -231,7 +235,7 @@ export class AccountsService {
         });
       }
     });
-    return `${baseUrl.replace(/\/+$/, '')}${app}/set-password?token=${token}`;
+    return `${baseUrl.replace(/\/+$/, '')}${path}?token=${token}`;
   }
 
   async #mail(to: string, subject: string, lines: string[]): Promise<boolean> {
@@ -329,7 +333,7 @@ export class AccountsService {
       await this.#audit?.record(trx, by, { action: 'operator.invite', subjectType: 'operator', subjectId: person.id, after: { email, role: input.role } });
     });
     const invited = person!;
-    const url = await this.#link(invited.id, 'invite', baseUrl, '/ops');
+    const url = await this.#link(invited.id, 'invite', baseUrl, '/ops/set-password');
     const mailed = await this.#mail(email, 'You are invited to the operator console', [
       `You have been invited to the merchant delivery operator console as ${input.role}.`,
       '',
@@ -361,6 +365,66 @@ export class AccountsService {
       });
       return toOperatorView(updated!);
     });
+  }
+
+  // Couriers -----------------------------------------------------------------------------------------
+
+  /**
+   * The one-time activation link of a courier account (72 h): on it the courier sets a password and
+   * from then on logs in to the courier app with the phone number and that password. The first link
+   * creates the courier's person (kind courier, linked to the courier record); a later one replaces
+   * any unused link and, once a password is set, works as a reset. PHONE_TAKEN when another courier
+   * person already has the phone number.
+   */
+  async courierActivationLink(courierId: string, baseUrl: string): Promise<{ url: string; personId: string; purpose: 'invite' | 'reset' }> {
+    const courier = await couriersRepository.find(this.#db, courierId);
+    if (!courier) throw new AppError('COURIER_NOT_FOUND', `No courier ${courierId}`);
+    let person = await accountsRepository.personByCourier(this.#db, courierId);
+    if (!person) {
+      const now = this.#clock.now();
+      const row: PersonRow = {
+        id: newId(),
+        kind: 'courier',
+        merchant_id: null,
+        courier_id: courierId,
+        role: null,
+        email: null,
+        phone: phoneDigits(courier.phone),
+        name: courier.name,
+        password_hash: null,
+        totp_secret: null,
+        totp_enabled_at: null,
+        totp_last_step: null,
+        created_at: now,
+        updated_at: now,
+      };
+      try {
+        await accountsRepository.insertPerson(this.#db, row);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new AppError('PHONE_TAKEN', `Another courier already logs in with ${courier.phone}`);
+        throw err;
+      }
+      person = row;
+    }
+    const purpose = person.password_hash === null ? 'invite' : 'reset';
+    return { url: await this.#link(person.id, purpose, baseUrl, '/courier-app/activate'), personId: person.id, purpose };
+  }
+
+  /** Whether no courier person logs in with this phone number yet (checked before creating a courier). */
+  async courierPhoneFree(phone: string): Promise<boolean> {
+    return (await accountsRepository.personByPhone(this.#db, 'courier', phoneDigits(phone))) === undefined;
+  }
+
+  /** Login for the courier app: phone number (any spelling of its digits) and password; same rules and answers as checkLogin. */
+  async checkCourierLogin(phoneInput: string, password: string, address: string): Promise<PersonRow> {
+    const phone = phoneDigits(String(phoneInput ?? '')).slice(0, 32);
+    return this.#checkPassword(
+      `courier:${phone}`,
+      () => (phone === '' ? Promise.resolve(undefined) : accountsRepository.personByPhone(this.#db, 'courier', phone)),
+      password,
+      address,
+      'Wrong phone number or password',
+    );
   }
 
   // One-time links ---------------------------------------------------------------------------------
@@ -399,17 +463,26 @@ export class AccountsService {
    */
   async checkLogin(kind: PersonKind, emailInput: string, password: string, address: string): Promise<PersonRow> {
     const email = normaliseEmail(String(emailInput ?? '')).slice(0, 320);
-    const accountKey = `${kind}:${email}`;
+    return this.#checkPassword(
+      `${kind}:${email}`,
+      () => (email === '' ? Promise.resolve(undefined) : accountsRepository.personByEmail(this.#db, kind, email)),
+      password,
+      address,
+      'Wrong e-mail or password',
+    );
+  }
+
+  async #checkPassword(accountKey: string, find: () => Promise<PersonRow | undefined>, password: string, address: string, failure: string): Promise<PersonRow> {
     const wait = Math.max(this.#accountThrottle.retryAfter(accountKey), this.#addressThrottle.retryAfter(address));
     if (wait > 0) {
       throw new AppError('RATE_LIMITED', `Too many failed attempts: try again in ${formatWait(wait)}`, { headers: { 'retry-after': String(wait) } });
     }
-    const person = email === '' ? undefined : await accountsRepository.personByEmail(this.#db, kind, email);
+    const person = await find();
     const ok = await verifyPassword(person?.password_hash ?? null, String(password ?? ''));
     if (!person || !ok) {
       this.#accountThrottle.fail(accountKey);
       this.#addressThrottle.fail(address);
-      throw new AppError('LOGIN_FAILED', 'Wrong e-mail or password');
+      throw new AppError('LOGIN_FAILED', failure);
     }
     this.#accountThrottle.clear(accountKey);
     return person;

@@ -48,6 +48,20 @@ export const jobsRepository = {
       .execute();
   },
 
+  /** The courier's delivered and returned jobs that ended at or after `since` (a terminal transfer's updated_at is when it ended), newest first. */
+  async finishedSince(db: Db, courierId: string, since: number): Promise<TransferRow[]> {
+    return db
+      .selectFrom('transfers')
+      .selectAll()
+      .where('courier_id', '=', courierId)
+      .where('state', 'in', ['delivered', 'returned'])
+      .where('updated_at', '>=', since)
+      .orderBy('updated_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(500)
+      .execute();
+  },
+
   /** Counts a wrong transferCode or deliveryPin; the fifth locks the job. Returns the attempts so far and the lock. */
   async recordWrongCode(db: Db, id: string, maxAttempts: number, at: number): Promise<{ attempts: number; locked: boolean }> {
     const row = await db

@@ -29,6 +29,19 @@ const OPEN_JOBS_LIMIT = 50;
 const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u');
 const PHONE_RE = new RegExp(PHONE);
 
+/** A delivered or returned job, as the courier's day lists it. */
+export interface FinishedJob {
+  transferId: string;
+  state: 'delivered' | 'returned';
+  finishedAt: string;
+  pickupName: string;
+  destinationAddress: string;
+  /** What it earned: the payout when delivered, 0 when returned. */
+  payoutMinor: number;
+  payout: number;
+  currency: string;
+}
+
 export interface CourierView {
   id: string;
   name: string;
@@ -245,7 +258,10 @@ export class CouriersService {
         headers: { 'retry-after': '1' },
       });
     }
-    return couriersRepository.moveTo(this.#db, courierId, lat, lng, now, LOCATION_MIN_INTERVAL_MS);
+    const kept = await couriersRepository.moveTo(this.#db, courierId, lat, lng, now, LOCATION_MIN_INTERVAL_MS);
+    // The jobs it holds get estimates from where it now is.
+    if (kept) await this.#transfers.refreshEstimates(courierId, { lat, lng });
+    return kept;
   }
 
   /** Reports per courier in the current one-second window (in memory, per instance; stale windows are pruned). */
@@ -292,13 +308,19 @@ export class CouriersService {
    * a job you already hold answers it again (a retry after a timeout is not an error). A courier holds at
    * most MAX_JOBS_PER_COURIER jobs.
    */
-  async accept(courierId: string, transferId: string): Promise<CurrentJob> {
+  async accept(
+    courierId: string,
+    transferId: string,
+    /** Dispatch: a check of its own first in the same transaction (the offer still open, decided in the same commit). */
+    opts: { within?: (trx: Transaction<DB>, row: TransferRow) => Promise<void> } = {},
+  ): Promise<CurrentJob> {
     const me = await this.#onlineAt(courierId);
     const held = await transfersRepository.findAny(this.#db, transferId);
     if (held?.mode === 'live' && held.courier_id === courierId && held.state === 'courierAssigned') return currentJob(held, me);
     await this.#move(courierId, transferId, 'courierAssigned', {
       guard: async (trx, row) => {
         if (row.mode !== 'live') throw notFound(transferId); // sandbox transfers are never offered to couriers
+        await opts.within?.(trx, row);
         if (row.state !== 'inProgress') throw new AppError('JOB_TAKEN', `Transfer ${transferId} is no longer open: another courier took it, or it ended`);
         if (row.locked === 1) throw locked(transferId);
         // One courier's concurrent accepts take turns on its row, so the cap holds.
@@ -342,6 +364,51 @@ export class CouriersService {
     await this.#checkCode(courierId, transferId, 'returned', 'transferCode', normalizeTransferCode(transferCode));
     const t = await this.#move(courierId, transferId, 'returned', {});
     return this.#jobView(t, courierId);
+  }
+
+  /** One job the courier holds or held (any state while it is theirs); TRANSFER_NOT_FOUND for anyone else's, like a random id. */
+  async job(courierId: string, transferId: string): Promise<CurrentJob> {
+    return this.#job(courierId, transferId);
+  }
+
+  /** The service's clock (the courier app counts offers down against it, not the phone's). */
+  now(): number {
+    return this.#clock.now();
+  }
+
+  /** Whether the courier account may work (DISABLED couriers are refused by the courier app as by the API). */
+  async isActive(courierId: string): Promise<boolean> {
+    return (await couriersRepository.find(this.#db, courierId))?.status === 'ACTIVE';
+  }
+
+  /** The courier's day so far (the UTC day of the service clock): finished jobs and earnings. */
+  async today(courierId: string): Promise<{ day: string; jobs: FinishedJob[]; earnedMinor: number; currency: string | null }> {
+    const now = this.#clock.now();
+    const since = now - (now % 86_400_000);
+    return { day: iso(since).slice(0, 10), ...(await this.finishedSince(courierId, since)) };
+  }
+
+  /**
+   * The jobs the courier finished (delivered or returned) since `since`, newest first, and what they
+   * earned: a delivery pays the job's payout; a return pays nothing (the parcel did not arrive).
+   */
+  async finishedSince(courierId: string, since: number): Promise<{ jobs: FinishedJob[]; earnedMinor: number; currency: string | null }> {
+    const rows = await jobsRepository.finishedSince(this.#db, courierId, since);
+    const jobs = rows.map((r): FinishedJob => {
+      const d = JSON.parse(r.details) as Details;
+      const earned = r.state === 'delivered' ? Number(r.courier_payout) : 0;
+      return {
+        transferId: r.id,
+        state: r.state as FinishedJob['state'],
+        finishedAt: iso(Number(r.updated_at)),
+        pickupName: d.senderInfo.warehouseName,
+        destinationAddress: d.destinationAddress,
+        payoutMinor: earned,
+        payout: minorToNumber(earned),
+        currency: r.currency,
+      };
+    });
+    return { jobs, earnedMinor: jobs.reduce((sum, j) => sum + j.payoutMinor, 0), currency: rows[0]?.currency ?? null };
   }
 
   // --- Internals ---------------------------------------------------------------------------------
@@ -423,7 +490,7 @@ export class CouriersService {
 const notFound = (id: string) => new AppError('TRANSFER_NOT_FOUND', `No transfer ${id}`);
 const locked = (id: string) => new AppError('JOB_LOCKED', `Transfer ${id} is locked after ${MAX_CODE_ATTEMPTS} wrong codes; call support to unlock it`);
 
-const firstName = (name: string): string => name.trim().split(/\s+/)[0];
+export const firstName = (name: string): string => name.trim().split(/\s+/)[0];
 
 /** "k7q2 m9xd" or "K7Q2M9XD" -> "K7Q2-M9XD". */
 function normalizeTransferCode(code: string): string {
@@ -439,7 +506,8 @@ function constantTimeEquals(a: string, b: string): boolean {
 
 const round1 = (metres: number) => Math.round(metres / 100) / 10;
 
-function openJob(row: TransferRow, metresToPickup: number): OpenJob {
+/** A transfer as the job list shows it (dispatch's offers show the same). */
+export function openJob(row: TransferRow, metresToPickup: number): OpenJob {
   const d = JSON.parse(row.details) as Details;
   const [lng, lat] = d.destinationLocation.coordinates;
   return {

@@ -29,6 +29,11 @@ const comment = { comment: Type.Optional(Type.String({ description: "Free text: 
 const money = (description: string) => Type.Number({ description: `${description}, in major units` });
 const currency = { currency: Type.String({ description: 'ISO 4217 currency of the amounts' }) };
 const data = (properties: Parameters<typeof Type.Object>[0]) => Type.Object(properties, { additionalProperties: false });
+/** Every transfer event carries the estimates of its moment (the travel-time model's; absent on events written before ETAs, null once terminal). */
+const estimates = {
+  estimatedPickupAt: Type.Optional(Type.Union([DateTime('When the courier is expected at the pickup (or when it happened)'), Type.Null()])),
+  estimatedDeliveryAt: Type.Optional(Type.Union([DateTime('When the parcel is expected at the destination'), Type.Null()])),
+};
 
 export const EVENT_CATALOGUE = {
   'quote.created': {
@@ -42,6 +47,7 @@ export const EVENT_CATALOGUE = {
     state: 'inProgress',
     description: 'The merchant paid for a delivery (POST /transfer); a courier is sought',
     data: data({
+      ...estimates,
       totalPrice: money('The price paid'),
       ...currency,
       productKey: Type.Optional(Type.String({ description: 'The product bought (absent on transfers made before it was recorded)' })),
@@ -54,6 +60,7 @@ export const EVENT_CATALOGUE = {
     state: 'courierAssigned',
     description: 'A courier accepted the job and is on the way to the warehouse',
     data: data({
+      ...estimates,
       ...previousState,
       courier: Type.Optional(
         Type.Object({ firstName: Type.String() }, { additionalProperties: false, description: 'The courier, as the recipient may see them' }),
@@ -66,21 +73,21 @@ export const EVENT_CATALOGUE = {
   'transfer.courier_released': {
     state: 'inProgress',
     description: 'The courier gave the job back; another courier is sought',
-    data: data({ ...previousState, ...comment }),
+    data: data({ ...estimates, ...previousState, ...comment }),
     example: { previousState: 'courierAssigned' },
     label: () => 'Looking for another courier',
   },
   'transfer.picked_up': {
     state: 'pickedUp',
     description: 'The courier collected the parcel at the warehouse (with the transferCode)',
-    data: data({ ...previousState, ...comment }),
+    data: data({ ...estimates, ...previousState, ...comment }),
     example: { previousState: 'courierAssigned' },
     label: () => 'Picked up: on its way to you',
   },
   'transfer.delivered': {
     state: 'delivered',
     description: "The parcel was handed over (with the recipient's deliveryPin); terminal",
-    data: data({ ...previousState, ...comment }),
+    data: data({ ...estimates, ...previousState, ...comment }),
     example: { previousState: 'pickedUp' },
     label: () => 'Delivered',
   },
@@ -88,6 +95,7 @@ export const EVENT_CATALOGUE = {
     state: 'returning',
     description: 'The courier could not deliver; the parcel goes back to the warehouse',
     data: data({
+      ...estimates,
       ...previousState,
       reason: Type.String({ description: 'RECIPIENT_UNAVAILABLE, WRONG_ADDRESS, RECIPIENT_REFUSED, PARCEL_DAMAGED or OTHER' }),
       ...comment,
@@ -98,7 +106,7 @@ export const EVENT_CATALOGUE = {
   'transfer.returned': {
     state: 'returned',
     description: "The parcel is back at the warehouse; the price less the product's return fee is refunded; terminal",
-    data: data({ ...previousState, refundAmount: money('The refund'), returnFee: money('The return fee kept'), ...currency, ...comment }),
+    data: data({ ...estimates, ...previousState, refundAmount: money('The refund'), returnFee: money('The return fee kept'), ...currency, ...comment }),
     example: { previousState: 'returning', refundAmount: 264.38, returnFee: 50, currency: 'RUB' },
     label: () => 'Returned to the sender',
   },
@@ -106,6 +114,7 @@ export const EVENT_CATALOGUE = {
     state: 'cancelled',
     description: 'Cancelled by the merchant, an operator or the system (no courier in time), with a refund; terminal',
     data: data({
+      ...estimates,
       ...previousState,
       reason: Type.String({
         description: 'A cancellation reason of POST /transfer/{id}/cancel, NO_COURIER_ASSIGNED (the system) or OPERATOR',

@@ -26,6 +26,19 @@ export const QuoteRequest = component(
       isFragile: Type.Optional(Type.Boolean({ description: 'Default false' })),
       isPerishable: Type.Optional(Type.Boolean({ description: 'Default false' })),
       deliveryType: DeliveryTypeSchema,
+      pickupWindow: Type.Optional(
+        Type.Object(
+          {
+            start: DateTime('From now to 7 days ahead'),
+            end: DateTime('At least 10 minutes after start'),
+          },
+          {
+            additionalProperties: false,
+            description:
+              'Book the pickup for later: a courier is dispatched so as to arrive within the window, the estimates fall inside it, and the merchant may cancel with a full refund until dispatch starts. Absent: as soon as possible.',
+          },
+        ),
+      ),
     },
     {
       additionalProperties: false,
@@ -56,6 +69,10 @@ export const Product = component(
         Type.Null(),
       ]),
       name: Type.String({ description: 'Delivery option name' }),
+      estimatedPickupAt: Type.Optional(
+        DateTime('AVAILABLE products: when a courier is expected at the warehouse (inside the pickupWindow when one was given)'),
+      ),
+      estimatedDeliveryAt: Type.Optional(DateTime("AVAILABLE products: when the parcel is expected at the destination, by this product's speed")),
       fees: Type.Object(
         {
           cancellation: { ...Amount, description: 'Kept back from the refund if the merchant cancels after a courier accepted (major units)' },

@@ -4,6 +4,8 @@ import type { DB } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { quoteEstimates } from '../eta/estimates.ts';
+import type { TravelTimeModel } from '../eta/model.ts';
 import { appendEvent } from '../outbox/outbox.ts';
 import { distanceMetres, type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
@@ -22,7 +24,28 @@ export interface PickupSnapshot {
   contactEmail: string | null;
 }
 
-export type StoredRequest = Required<QuoteRequest>;
+export type StoredRequest = Required<Omit<QuoteRequest, 'pickupWindow'>> & Pick<QuoteRequest, 'pickupWindow'>;
+
+/** A pickup window starts from now up to this far ahead, and lasts at least MIN_WINDOW_MS. */
+export const MAX_WINDOW_AHEAD_MS = 7 * 86_400_000;
+export const MIN_WINDOW_MS = 10 * 60_000;
+
+/** The pickup window as epoch ms, or a 400 naming the field that is wrong. */
+export function parsePickupWindow(w: { start: string; end: string }, now: number): { start: number; end: number } {
+  const start = Date.parse(w.start);
+  const end = Date.parse(w.end);
+  const errors: { path: string; message: string }[] = [];
+  // A minute of slack: "now" as the client saw it is a little in our past.
+  if (Number.isNaN(start)) errors.push({ path: '/pickupWindow/start', message: 'must be an ISO 8601 date-time' });
+  else if (start < now - 60_000) errors.push({ path: '/pickupWindow/start', message: 'must not be in the past' });
+  else if (start > now + MAX_WINDOW_AHEAD_MS) errors.push({ path: '/pickupWindow/start', message: 'must be at most 7 days ahead' });
+  if (Number.isNaN(end)) errors.push({ path: '/pickupWindow/end', message: 'must be an ISO 8601 date-time' });
+  else if (!Number.isNaN(start) && end - start < MIN_WINDOW_MS) errors.push({ path: '/pickupWindow/end', message: 'must be at least 10 minutes after start' });
+  if (errors.length) {
+    throw new AppError('VALIDATION_FAILED', `Request body failed validation: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`, { errors });
+  }
+  return { start, end };
+}
 
 export class QuotesService {
   readonly #db: Kysely<DB>;
@@ -32,6 +55,7 @@ export class QuotesService {
   readonly #ttlMs: number;
   readonly #currency: string;
   readonly #retentionMs: number;
+  readonly #travel: TravelTimeModel | undefined;
   constructor(opts: {
     db: Kysely<DB>;
     clock: Clock;
@@ -41,7 +65,10 @@ export class QuotesService {
     currency: string;
     /** Unused quotes are deleted this long after they expired (consumed ones stay with their transfer). */
     retentionDays: number;
+    /** The products' estimated pickup and delivery times. */
+    travel?: TravelTimeModel;
   }) {
+    this.#travel = opts.travel;
     this.#db = opts.db;
     this.#clock = opts.clock;
     this.#tariffs = opts.tariffs;
@@ -84,6 +111,7 @@ export class QuotesService {
     const warehouse = await this.#warehouses.require(merchantId, req.warehouseId);
     if (warehouse.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${warehouse.id} is DISABLED and cannot be quoted from`);
     const request: StoredRequest = { ...req, isFragile: req.isFragile ?? false, isPerishable: req.isPerishable ?? false };
+    const window = req.pickupWindow && parsePickupWindow(req.pickupWindow, this.#clock.now());
     const tariff = await this.#tariffs.current();
     const { metres, products } = priceAll(tariff.document, {
       from: { lat: warehouse.lat, lng: warehouse.lng },
@@ -98,6 +126,14 @@ export class QuotesService {
       throw new AppError('OUT_OF_SERVICE_AREA', `The destination is ${(metres / 1000).toFixed(1)} km from the warehouse, beyond every product's range`);
     }
     const now = this.#clock.now();
+    if (this.#travel) {
+      for (const [key, p] of Object.entries(products)) {
+        if (p.status !== 'AVAILABLE') continue;
+        const e = quoteEstimates(this.#travel, warehouse, request.destinationLocation, key, now, window);
+        p.estimatedPickupAt = iso(e.pickupAt ?? now);
+        p.estimatedDeliveryAt = iso(e.deliveryAt ?? now);
+      }
+    }
     const pickup: PickupSnapshot = {
       name: warehouse.name,
       address: warehouse.address,

@@ -50,6 +50,9 @@ export interface PricedProduct {
   courierFeeMinor: number;
   fees: { cancellation: string; return: string };
   common: { pattern: string; router_id: string; price: PriceBreakdown; tags: string[] };
+  /** AVAILABLE products: the travel-time model's estimates when quoted (ISO), set by the quotes service. */
+  estimatedPickupAt?: string;
+  estimatedDeliveryAt?: string;
 }
 
 const EARTH_RADIUS_M = 6_371_008.8; // mean Earth radius (IUGG)

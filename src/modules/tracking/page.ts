@@ -68,6 +68,7 @@ export function trackingSection(v: TrackingView): string {
 <h1 id="state">${esc(STATE_TEXT[v.state] ?? v.state)}</h1>
 ${route}
 ${v.courier ? `<p class="courier">Courier: <strong>${esc(v.courier.firstName)}</strong></p>` : '<p class="courier" hidden></p>'}
+${v.estimatedDeliveryAt ? `<p class="expected">Expected delivery ${time(v.estimatedDeliveryAt, false)}</p>` : '<p class="expected" hidden></p>'}
 ${drawing(v)}
 <h2>Timeline</h2>
 <ol id="timeline" reversed>

@@ -32,6 +32,9 @@ export const TrackingView = Type.Object(
     ),
     updatedAt: DateTime(),
     sandbox: Type.Boolean(),
+    estimatedDeliveryAt: Type.Union([DateTime('When the parcel is expected, by the travel-time model; recomputed as the courier moves'), Type.Null()], {
+      description: 'null once the delivery ended (or while the parcel goes back)',
+    }),
   },
   {
     additionalProperties: false,
@@ -56,6 +59,7 @@ export const TRACKING_EXAMPLE: TrackingView = {
   ],
   updatedAt: '2026-11-21T10:20:00.000Z',
   sandbox: false,
+  estimatedDeliveryAt: '2026-11-21T10:32:00.000Z',
 };
 
 export const TrackingParams = Type.Object(

@@ -49,6 +49,7 @@ export class TrackingService {
         'transfers.courier_id',
         'transfers.courier_name',
         'transfers.updated_at',
+        'transfers.estimated_delivery_at',
         'merchants.name as merchant_name',
       ])
       .where('transfers.tracking_code', '=', trackingCode)
@@ -95,6 +96,7 @@ export class TrackingService {
       }),
       updatedAt: iso(Number(t.updated_at)),
       sandbox: t.mode === 'sandbox',
+      estimatedDeliveryAt: TERMINAL_STATES.includes(t.state) || t.estimated_delivery_at == null ? null : iso(Number(t.estimated_delivery_at)),
     };
   }
 }

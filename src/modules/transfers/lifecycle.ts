@@ -27,8 +27,8 @@ export interface Transition {
 }
 
 export const TRANSITIONS: readonly Transition[] = [
-  // Only a courier takes a job (support cannot assign one: the job would be nobody's). Operators may do every other move.
-  { from: 'inProgress', to: 'courierAssigned', by: ['courier'], event: 'transfer.courier_assigned', refund: 'none' },
+  // A courier takes a job (an offer or the job list), or an operator assigns a named courier (dispatch's assign).
+  { from: 'inProgress', to: 'courierAssigned', by: ['courier', 'operator'], event: 'transfer.courier_assigned', refund: 'none' },
   { from: 'courierAssigned', to: 'inProgress', by: ['courier', 'operator'], event: 'transfer.courier_released', refund: 'none' },
   { from: 'courierAssigned', to: 'pickedUp', by: ['courier', 'operator'], event: 'transfer.picked_up', refund: 'none' },
   { from: 'pickedUp', to: 'delivered', by: ['courier', 'operator'], event: 'transfer.delivered', refund: 'none' },

@@ -5,7 +5,22 @@ export type TransferRow = TransfersTable;
 
 /** What a transition may change besides the state (which the conditional update itself sets). */
 export type TransitionChanges = Partial<
-  Pick<TransferRow, 'courier_id' | 'courier_name' | 'refunded_amount' | 'cancellation' | 'delivery_failure' | 'next_step_at' | 'code_attempts' | 'locked'>
+  Pick<
+    TransferRow,
+    | 'courier_id'
+    | 'courier_name'
+    | 'refunded_amount'
+    | 'cancellation'
+    | 'delivery_failure'
+    | 'next_step_at'
+    | 'code_attempts'
+    | 'locked'
+    | 'estimated_pickup_at'
+    | 'estimated_delivery_at'
+    | 'assigned_at'
+    | 'picked_up_at'
+    | 'delivered_at'
+  >
 > & { updated_at: number };
 
 export interface TransferListFilter {
@@ -64,6 +79,16 @@ export const transfersRepository = {
     return q.returningAll().executeTakeFirst();
   },
 
+  /** A courier's active jobs, for recomputing their estimates from its new position. */
+  async heldBy(db: Db, courierId: string): Promise<TransferRow[]> {
+    return db.selectFrom('transfers').selectAll().where('courier_id', '=', courierId).where('state', 'in', ['courierAssigned', 'pickedUp']).execute();
+  },
+
+  /** New estimates (not an event: the state is unchanged). */
+  async setEstimates(db: Db, id: string, pickupAt: number | null, deliveryAt: number | null): Promise<void> {
+    await db.updateTable('transfers').set({ estimated_pickup_at: pickupAt, estimated_delivery_at: deliveryAt }).where('id', '=', id).execute();
+  },
+
   /** Stops the sandbox courier's automatic steps for a transfer. */
   async clearNextStep(db: Db, id: string): Promise<void> {
     await db.updateTable('transfers').set({ next_step_at: null }).where('id', '=', id).execute();
@@ -106,14 +131,18 @@ export const transfersRepository = {
 
   /** Transfers still waiting for a courier that were created before `createdBefore` (the assignment timeout). */
   async unassignedSince(db: Db, createdBefore: number, limit: number): Promise<Pick<TransferRow, 'id'>[]> {
-    return db
-      .selectFrom('transfers')
-      .select('id')
-      .where('state', '=', 'inProgress')
-      .where('created_at', '<=', createdBefore)
-      .orderBy('created_at')
-      .limit(limit)
-      .execute();
+    return (
+      db
+        .selectFrom('transfers')
+        .select('id')
+        .where('state', '=', 'inProgress')
+        .where('created_at', '<=', createdBefore)
+        // A scheduled pickup's timeout counts from its window's start (never before creation, so the index above still serves).
+        .where((eb) => eb.or([eb('pickup_window_start', 'is', null), eb('pickup_window_start', '<=', createdBefore)]))
+        .orderBy('created_at')
+        .limit(limit)
+        .execute()
+    );
   },
 
   /** Sandbox transfers whose simulated courier is due to take its next step. */

@@ -105,6 +105,20 @@ export const Transfer = component(
       courier: Type.Optional(
         Type.Object({ firstName: Type.String() }, { additionalProperties: false, description: 'The assigned courier (first name only), once one accepted' }),
       ),
+      estimatedPickupAt: Type.Union([DateTime('When a courier is expected at the warehouse (after pickup: when it happened)'), Type.Null()], {
+        description: "Recomputed on every event and from the courier's position (the travel-time model); null once terminal",
+      }),
+      estimatedDeliveryAt: Type.Union([DateTime('When the parcel is expected at the destination'), Type.Null()], {
+        description: "Recomputed on every event and from the courier's position; null once terminal and while returning",
+      }),
+      pickedUpAt: Type.Optional(DateTime('When the courier collected the parcel')),
+      deliveredAt: Type.Optional(DateTime('When the parcel was delivered')),
+      pickupWindow: Type.Optional(
+        Type.Object(
+          { start: DateTime(), end: DateTime() },
+          { additionalProperties: false, description: 'A scheduled pickup: the window booked with the quote' },
+        ),
+      ),
       cancellation: Type.Optional(Cancellation),
       deliveryFailure: Type.Optional(
         Type.Object(
@@ -158,6 +172,8 @@ export const TRANSFER_EXAMPLE: Transfer = {
   deliveryPin: '4821',
   sandbox: false,
   refundedAmount: 0,
+  estimatedPickupAt: '2026-11-21T10:07:00.000Z',
+  estimatedDeliveryAt: '2026-11-21T10:22:32.000Z',
 };
 
 export const CANCELLED_TRANSFER_EXAMPLE: Transfer = {
@@ -165,6 +181,8 @@ export const CANCELLED_TRANSFER_EXAMPLE: Transfer = {
   state: 'cancelled',
   updatedAt: '2026-11-21T10:09:00.000Z',
   refundedAmount: 314.38,
+  estimatedPickupAt: null,
+  estimatedDeliveryAt: null,
   cancellation: { reason: 'CUSTOMER_REQUESTED', actor: 'merchant', refundAmount: 314.38, cancelledAt: '2026-11-21T10:09:00.000Z' },
 };
 

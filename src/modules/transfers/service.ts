@@ -1,7 +1,8 @@
 import { randomInt } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
+import { afterCommit, inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
 import { type ActorType, type DB, type Db, type MerchantMode, TRANSFER_STATES, type TransferState } from '../../db/types.ts';
+import { dispatchOutcome } from '../../lib/channels.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { csvRow, type ExportRange, exportRange } from '../../lib/csv.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
@@ -9,6 +10,8 @@ import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
 import { formatMinor, minorToNumber, parseMajorAmount } from '../../lib/money.ts';
 import { type AuditService, checkReason, type OperatorActor, actorId as operatorActorId } from '../audit/service.ts';
+import { type Estimates, transferEstimates } from '../eta/estimates.ts';
+import type { Point, TravelTimeModel } from '../eta/model.ts';
 import { eventsRepository } from '../events/repository.ts';
 import { type Event, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
@@ -98,6 +101,12 @@ export interface TransfersOptions {
   transferCode?: () => string;
   /** Where operators' changes are audited (in the change's transaction). */
   audit?: AuditService;
+  /** The travel-time model behind the estimates; none: estimates are null. */
+  travel?: TravelTimeModel;
+  /** A courier's last position (the couriers' table), for the estimates of the jobs it holds. */
+  courierAt?: (db: Db, courierId: string) => Promise<Point | undefined>;
+  /** A scheduled pickup is offered to couriers this long before its window starts (they arrive within it). */
+  dispatchLeadSeconds?: number;
 }
 
 export interface TransferPage {
@@ -144,8 +153,11 @@ const SANDBOX_AUTO_NEXT: Partial<Record<TransferState, TransferState>> = { inPro
 export class TransfersService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
-  readonly #opts: Required<Omit<TransfersOptions, 'publicBaseUrl' | 'audit'>>;
+  readonly #opts: Required<Omit<TransfersOptions, 'publicBaseUrl' | 'audit' | 'travel' | 'courierAt' | 'dispatchLeadSeconds'>>;
   readonly #audit: AuditService | undefined;
+  readonly #travel: TravelTimeModel | undefined;
+  readonly #courierAt: (db: Db, courierId: string) => Promise<Point | undefined>;
+  readonly #leadMs: number;
   readonly #toTransfer: (row: TransferRow) => Transfer;
   constructor(db: Kysely<DB>, clock: Clock, opts: TransfersOptions) {
     this.#db = db;
@@ -153,6 +165,9 @@ export class TransfersService {
     const { audit, ...rest } = opts;
     this.#opts = { transferCode: newTransferCode, ...rest };
     this.#audit = audit;
+    this.#travel = opts.travel;
+    this.#courierAt = opts.courierAt ?? (async () => undefined);
+    this.#leadMs = (opts.dispatchLeadSeconds ?? 0) * 1000;
     const base = opts.publicBaseUrl ?? '';
     this.#toTransfer = (row) => toTransfer(row, base);
   }
@@ -211,6 +226,7 @@ export class TransfersService {
             currency: transfer.currency,
             productKey: transfer.product_key,
             warehouseId: transfer.warehouse_id,
+            ...estimateData(transfer.estimated_pickup_at ?? null, transfer.estimated_delivery_at ?? null),
           }),
           occurred_at: now,
         });
@@ -291,7 +307,16 @@ export class TransfersService {
       isPerishable: request.isPerishable,
       senderInfo: { merchantId, name: merchantName, warehouseName: pickup.name, phone: pickup.contactPhone, email: pickup.contactEmail },
     };
+    const window = request.pickupWindow && { start: Date.parse(request.pickupWindow.start), end: Date.parse(request.pickupWindow.end) };
+    const estimates = this.#estimate({ state: 'inProgress', pickup, destination: request.destinationLocation, product: req.productKey, window }, now);
     return {
+      pickup_window_start: window?.start ?? null,
+      pickup_window_end: window?.end ?? null,
+      // Offered so that the courier arrives within the window; at once when that moment is already here.
+      dispatch_at: window && window.start - this.#leadMs > now ? window.start - this.#leadMs : null,
+      dispatch_round: 0,
+      estimated_pickup_at: estimates.pickupAt,
+      estimated_delivery_at: estimates.deliveryAt,
       id: quote.transfer_id,
       merchant_id: merchantId,
       quote_id: quote.id,
@@ -484,6 +509,8 @@ export class TransfersService {
   /** Support moves a transfer through any allowed transition (as if the courier had); an operator event naming them, and an audit entry. */
   async operatorAdvance(id: string, to: TransferState, note: string, by?: OperatorActor): Promise<Transfer> {
     if (to === 'cancelled') return this.operatorCancel(id, note, by);
+    // An assignment names its courier: DispatchService.assign (mds transfers assign).
+    if (to === 'courierAssigned') throw new AppError('VALIDATION_FAILED', 'Assign a courier with mds transfers assign ID --courier COURIER_ID --reason TEXT');
     const comment = checkReason(note);
     const reason = to === 'returning' ? 'OTHER' : undefined;
     return this.#applied(await this.transition(id, { to, actor: { type: 'operator', operator: by }, reason, comment }));
@@ -587,6 +614,20 @@ export class TransfersService {
                 ? {}
                 : { next_step_at: null }),
           };
+          // Timestamps of what happened, and the estimates of this moment (from the holder's position).
+          const holderId = req.to === 'courierAssigned' ? (actor.courier?.id ?? null) : rule.event === 'transfer.courier_released' ? null : row.courier_id;
+          const pickedUpAt = req.to === 'pickedUp' ? now : (row.picked_up_at ?? null);
+          const estimates = this.#estimate(
+            { ...situation(row), state: req.to, courier: holderId ? await this.#courierAt(trx, holderId) : undefined, pickedUpAt },
+            now,
+          );
+          Object.assign(changes, {
+            estimated_pickup_at: estimates.pickupAt,
+            estimated_delivery_at: estimates.deliveryAt,
+            ...(req.to === 'courierAssigned' ? { assigned_at: now } : {}),
+            ...(req.to === 'pickedUp' ? { picked_up_at: now } : {}),
+            ...(req.to === 'delivered' ? { delivered_at: now } : {}),
+          });
           // A real courier's move also needs the job to be theirs (or open, to accept it) and unlocked, in the same statement.
           const courierId = actor.type === 'courier' ? actor.courier?.id : undefined;
           const holder = courierId ? { holder: req.to === 'courierAssigned' ? null : courierId } : undefined;
@@ -597,6 +638,11 @@ export class TransfersService {
             continue;
           }
           if (refund > 0) await this.#refund(trx, updated, refund, now);
+          if (req.to === 'courierAssigned' && updated.mode === 'live' && dispatchOutcome.hasSubscribers) {
+            // Metrics: how long the merchant waited for a courier (from payment, or from a scheduled pickup's dispatch start).
+            const waitedMs = Math.max(0, now - Math.max(updated.created_at, updated.dispatch_at ?? 0));
+            afterCommit(trx, () => dispatchOutcome.publish({ outcome: 'assigned', waitedMs }));
+          }
           await appendEvent(trx, {
             id: newId(),
             merchant_id: updated.merchant_id,
@@ -605,8 +651,9 @@ export class TransfersService {
             type: rule.event,
             state: req.to,
             actor_type: actor.type,
-            actor_id: actor.courier?.id ?? (actor.operator ? operatorActorId(actor.operator) : null),
-            data: JSON.stringify(eventData(row, updated, req, refund)),
+            // The courier who moved it, or the operator; an operator's assignment names the courier in data.
+            actor_id: actor.type === 'courier' ? (actor.courier?.id ?? null) : actor.operator ? operatorActorId(actor.operator) : null,
+            data: JSON.stringify({ ...eventData(row, updated, req, refund), ...estimateData(estimates.pickupAt, estimates.deliveryAt) }),
             occurred_at: now,
           });
           if (actor.operator) {
@@ -626,6 +673,38 @@ export class TransfersService {
       },
       req.record && ((trx, t) => (t ? req.record!(trx, t) : Promise.resolve())),
     );
+  }
+
+  #estimate(s: Parameters<typeof transferEstimates>[1], now: number): Estimates {
+    return this.#travel ? transferEstimates(this.#travel, s, now) : { pickupAt: null, deliveryAt: null };
+  }
+
+  /** A courier moved: the estimates of the jobs it holds, from its new position (no event; the state is unchanged). */
+  async refreshEstimates(courierId: string, at: Point): Promise<void> {
+    if (!this.#travel) return;
+    const now = this.#clock.now();
+    for (const row of await transfersRepository.heldBy(this.#db, courierId)) {
+      const e = this.#estimate({ ...situation(row), courier: at, pickedUpAt: row.picked_up_at ?? null }, now);
+      await transfersRepository.setEstimates(this.#db, row.id, e.pickupAt, e.deliveryAt);
+    }
+  }
+
+  /**
+   * Where the sandbox's simulated courier is: waiting at the pickup once assigned, then moving along the
+   * straight way to the destination at the model's speed for the product (back again when returning).
+   */
+  async simulatedPosition(id: string): Promise<(Point & { at: number }) | undefined> {
+    const row = await transfersRepository.findAny(this.#db, id);
+    if (!row || row.mode !== 'sandbox' || !this.#travel) return undefined;
+    const s = situation(row);
+    const now = this.#clock.now();
+    const since = (t: number | null | undefined) => Math.max(0, (now - (t ?? now)) / 1000);
+    const model = this.#travel as TravelTimeModel & { positionAfter?: (a: Point, b: Point, sec: number, p?: string) => Point };
+    if (!model.positionAfter) return undefined;
+    if (row.state === 'courierAssigned') return { ...s.pickup, at: now };
+    if (row.state === 'pickedUp') return { ...model.positionAfter(s.pickup, s.destination, since(row.picked_up_at), s.product), at: now };
+    if (row.state === 'returning') return { ...model.positionAfter(s.destination, s.pickup, since(row.updated_at), s.product), at: now };
+    return undefined;
   }
 
   async #refund(trx: Transaction<DB>, t: TransferRow, amount: number, now: number): Promise<void> {
@@ -701,12 +780,29 @@ function eventData(before: TransferRow, after: TransferRow, req: TransitionReque
   return data;
 }
 
+/** What a transfer's estimates rest on, from its row. */
+function situation(row: TransferRow) {
+  const d = JSON.parse(row.details) as TransferDetails;
+  const [lng, lat] = d.destinationLocation.coordinates;
+  const window =
+    row.pickup_window_start != null && row.pickup_window_end != null
+      ? { start: Number(row.pickup_window_start), end: Number(row.pickup_window_end) }
+      : undefined;
+  return { state: row.state, pickup: { lat: row.pickup_lat, lng: row.pickup_lng }, destination: { lat, lng }, product: row.product_key, window };
+}
+
+/** The estimates an event carries in its data. */
+function estimateData(pickupAt: number | null, deliveryAt: number | null) {
+  return { estimatedPickupAt: pickupAt === null ? null : iso(pickupAt), estimatedDeliveryAt: deliveryAt === null ? null : iso(deliveryAt) };
+}
+
 function alreadyUsed(transferId: string): AppError {
   return new AppError('QUOTE_ALREADY_USED', `The quote was already used by transfer ${transferId}`, { extra: { transferId } });
 }
 
 export function toTransfer(row: TransferRow, trackingBase = ''): Transfer {
   const d = JSON.parse(row.details) as TransferDetails;
+  const terminal = TERMINAL_STATES.includes(row.state);
   return {
     id: row.id,
     state: row.state,
@@ -741,6 +837,13 @@ export function toTransfer(row: TransferRow, trackingBase = ''): Transfer {
     sandbox: row.mode === 'sandbox',
     refundedAmount: minorToNumber(row.refunded_amount),
     ...(row.courier_name ? { courier: { firstName: row.courier_name } } : {}),
+    estimatedPickupAt: terminal || row.estimated_pickup_at == null ? null : iso(Number(row.estimated_pickup_at)),
+    estimatedDeliveryAt: terminal || row.estimated_delivery_at == null ? null : iso(Number(row.estimated_delivery_at)),
+    ...(row.picked_up_at != null ? { pickedUpAt: iso(Number(row.picked_up_at)) } : {}),
+    ...(row.delivered_at != null ? { deliveredAt: iso(Number(row.delivered_at)) } : {}),
+    ...(row.pickup_window_start != null && row.pickup_window_end != null
+      ? { pickupWindow: { start: iso(Number(row.pickup_window_start)), end: iso(Number(row.pickup_window_end)) } }
+      : {}),
     ...(row.cancellation ? { cancellation: toCancellation(JSON.parse(row.cancellation)) } : {}),
     ...(row.delivery_failure ? { deliveryFailure: JSON.parse(row.delivery_failure) as { reason: DeliveryFailureReason; comment?: string } } : {}),
   };

@@ -660,6 +660,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/courier/offers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Jobs offered to you
+         * @description Open offers: a paid delivery offered to you alone until `expiresAt` (`OFFER_TTL_SECONDS`, default 30), then to the next courier. The job as the job list shows it, plus `distanceMeters` from your position and `estimatedPickupAt`. Accept or decline each; an offer you let expire counts as a miss, and `OFFER_MISSES_BEFORE_OFFLINE` (default 3) misses in a row set you offline.
+         */
+        get: operations["listOffers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/courier/offers/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Offers as they are made (server-sent events)
+         * @description A `text/event-stream`: first your open offers, then every new one within a second of being made, whichever instance you are connected to. Each is an `offer` event whose `id` is the offer id and whose `data` is the offer (as in `GET /courier/offers`). A comment line every 15 s keeps the connection alive; reconnect when it drops (offers made meanwhile come first).
+         */
+        get: operations["streamOffers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/courier/offers/{offerId}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an offer
+         * @description Takes the offered job: the transfer becomes `courierAssigned` to you, and the answer is the job (as `GET /courier/jobs/current` shows it). 409 `OFFER_EXPIRED` after `expiresAt`, and also when the offer lost a race (the job was taken from the job list, assigned or cancelled); accepting an offer you already won answers the job again. The job cap and being online apply as for the job list (409 `TOO_MANY_JOBS`, `COURIER_OFFLINE`).
+         */
+        post: operations["acceptOffer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/courier/offers/{offerId}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline an offer
+         * @description The job goes to the next courier at once and is never offered to you again. Not a miss. 409 `OFFER_EXPIRED` when the offer is no longer open.
+         */
+        post: operations["declineOffer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "quote.created": {
@@ -1014,6 +1094,18 @@ export interface components {
             unavailableReason: ("DISTANCE_EXCEEDS_RANGE" | "DELIVERY_TYPE_NOT_SUPPORTED" | "PARCEL_SIZE_NOT_SUPPORTED") | null;
             /** @description Delivery option name */
             name: string;
+            /**
+             * Format: date-time
+             * @description AVAILABLE products: when a courier is expected at the warehouse (inside the pickupWindow when one was given)
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            estimatedPickupAt?: string;
+            /**
+             * Format: date-time
+             * @description AVAILABLE products: when the parcel is expected at the destination, by this product's speed
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            estimatedDeliveryAt?: string;
             /** @description Fees frozen with the quote, like its prices */
             fees: {
                 /** @description Kept back from the refund if the merchant cancels after a courier accepted (major units) */
@@ -1147,6 +1239,21 @@ export interface components {
              * @enum {string}
              */
             deliveryType: "DOOR_TO_DOOR" | "CURBSIDE";
+            /** @description Book the pickup for later: a courier is dispatched so as to arrive within the window, the estimates fall inside it, and the merchant may cancel with a full refund until dispatch starts. Absent: as soon as possible. */
+            pickupWindow?: {
+                /**
+                 * Format: date-time
+                 * @description From now to 7 days ahead
+                 * @example 2026-11-21T10:00:00.000Z
+                 */
+                start: string;
+                /**
+                 * Format: date-time
+                 * @description At least 10 minutes after start
+                 * @example 2026-11-21T10:00:00.000Z
+                 */
+                end: string;
+            };
         };
         RecipientInfo: {
             firstName: string;
@@ -1246,6 +1353,35 @@ export interface components {
             courier?: {
                 firstName: string;
             };
+            /** @description Recomputed on every event and from the courier's position (the travel-time model); null once terminal */
+            estimatedPickupAt: string | null;
+            /** @description Recomputed on every event and from the courier's position; null once terminal and while returning */
+            estimatedDeliveryAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the courier collected the parcel
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            pickedUpAt?: string;
+            /**
+             * Format: date-time
+             * @description When the parcel was delivered
+             * @example 2026-11-21T10:00:00.000Z
+             */
+            deliveredAt?: string;
+            /** @description A scheduled pickup: the window booked with the quote */
+            pickupWindow?: {
+                /**
+                 * Format: date-time
+                 * @example 2026-11-21T10:00:00.000Z
+                 */
+                start: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-21T10:00:00.000Z
+                 */
+                end: string;
+            };
             /** @description Present once the transfer is cancelled */
             cancellation?: {
                 /** @description A merchant reason code, NO_COURIER_ASSIGNED (the system, after the assignment timeout) or OPERATOR (support) */
@@ -1273,6 +1409,8 @@ export interface components {
         };
         /** @description Cancelled by the merchant, an operator or the system (no courier in time), with a refund; terminal */
         TransferCancelledData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1323,6 +1461,8 @@ export interface components {
         };
         /** @description A courier accepted the job and is on the way to the warehouse */
         TransferCourierAssignedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1371,6 +1511,8 @@ export interface components {
         };
         /** @description The courier gave the job back; another courier is sought */
         TransferCourierReleasedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1415,6 +1557,8 @@ export interface components {
         };
         /** @description The merchant paid for a delivery (POST /transfer); a courier is sought */
         TransferCreatedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /** @description The price paid, in major units */
             totalPrice: number;
             /** @description ISO 4217 currency of the amounts */
@@ -1463,6 +1607,8 @@ export interface components {
         };
         /** @description The parcel was handed over (with the recipient's deliveryPin); terminal */
         TransferDeliveredData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1507,6 +1653,8 @@ export interface components {
         };
         /** @description The courier could not deliver; the parcel goes back to the warehouse */
         TransferDeliveryFailedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1553,6 +1701,8 @@ export interface components {
         };
         /** @description The courier collected the parcel at the warehouse (with the transferCode) */
         TransferPickedUpData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -1609,6 +1759,8 @@ export interface components {
         };
         /** @description The parcel is back at the warehouse; the price less the product's return fee is refunded; terminal */
         TransferReturnedData: {
+            estimatedPickupAt?: string | null;
+            estimatedDeliveryAt?: string | null;
             /**
              * @description The state before this event
              * @enum {string}
@@ -2189,7 +2341,8 @@ export interface operations {
                      *         }
                      *       ],
                      *       "updatedAt": "2026-11-21T10:20:00.000Z",
-                     *       "sandbox": false
+                     *       "sandbox": false,
+                     *       "estimatedDeliveryAt": "2026-11-21T10:32:00.000Z"
                      *     }
                      */
                     "application/json": {
@@ -2258,6 +2411,8 @@ export interface operations {
                          */
                         updatedAt: string;
                         sandbox: boolean;
+                        /** @description null once the delivery ended (or while the parcel goes back) */
+                        estimatedDeliveryAt: string | null;
                     };
                     /**
                      * @example <!doctype html>
@@ -2293,6 +2448,7 @@ export interface operations {
                      *     <h1 id="state">On its way to you</h1>
                      *     <p class="route">Moscow &rarr; Moscow</p>
                      *     <p class="courier">Courier: <strong>Ivan</strong></p>
+                     *     <p class="expected">Expected delivery <time datetime="2026-11-21T10:32:00.000Z" title="2026-11-21T10:32:00.000Z">2026-11-21 10:32 UTC</time></p>
                      *     <svg class="map" viewBox="0 0 100 100" role="img" aria-live="off" aria-label="Pickup, destination">
                      *     <rect x="0" y="0" width="100" height="100" rx="4" fill="#eef3f7"/>
                      *     <line x1="80" y1="10" x2="20" y2="90" stroke="#7a8b99" stroke-width="0.8" stroke-dasharray="2 2"/>
@@ -3817,7 +3973,9 @@ export interface operations {
                      *         "updatedAt": "2026-11-21T10:05:00.000Z",
                      *         "deliveryPin": "4821",
                      *         "sandbox": false,
-                     *         "refundedAmount": 0
+                     *         "refundedAmount": 0,
+                     *         "estimatedPickupAt": "2026-11-21T10:07:00.000Z",
+                     *         "estimatedDeliveryAt": "2026-11-21T10:22:32.000Z"
                      *       }
                      *     ]
                      */
@@ -4048,7 +4206,9 @@ export interface operations {
                      *       "updatedAt": "2026-11-21T10:05:00.000Z",
                      *       "deliveryPin": "4821",
                      *       "sandbox": false,
-                     *       "refundedAmount": 0
+                     *       "refundedAmount": 0,
+                     *       "estimatedPickupAt": "2026-11-21T10:07:00.000Z",
+                     *       "estimatedDeliveryAt": "2026-11-21T10:22:32.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Transfer"];
@@ -4605,6 +4765,8 @@ export interface operations {
                      *       "deliveryPin": "4821",
                      *       "sandbox": false,
                      *       "refundedAmount": 314.38,
+                     *       "estimatedPickupAt": null,
+                     *       "estimatedDeliveryAt": null,
                      *       "cancellation": {
                      *         "reason": "CUSTOMER_REQUESTED",
                      *         "actor": "merchant",
@@ -4930,6 +5092,8 @@ export interface operations {
                      *       "deliveryPin": "4821",
                      *       "sandbox": true,
                      *       "refundedAmount": 0,
+                     *       "estimatedPickupAt": "2026-11-21T10:07:00.000Z",
+                     *       "estimatedDeliveryAt": "2026-11-21T10:22:32.000Z",
                      *       "courier": {
                      *         "firstName": "Sandbox"
                      *       }
@@ -5236,7 +5400,9 @@ export interface operations {
                      *       "updatedAt": "2026-11-21T10:05:00.000Z",
                      *       "deliveryPin": "4821",
                      *       "sandbox": false,
-                     *       "refundedAmount": 0
+                     *       "refundedAmount": 0,
+                     *       "estimatedPickupAt": "2026-11-21T10:07:00.000Z",
+                     *       "estimatedDeliveryAt": "2026-11-21T10:22:32.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Transfer"];
@@ -10983,6 +11149,919 @@ export interface operations {
                          * @enum {string}
                          */
                         type?: "JOB_LOCKED";
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    listOffers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your open offers, oldest first */
+            200: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "01a2005e-1f2a-7b3c-8d4e-5f6a7b8c9d0e",
+                     *         "status": "open",
+                     *         "expiresAt": "2026-11-21T10:05:30.000Z",
+                     *         "distanceMeters": 300,
+                     *         "estimatedPickupAt": "2026-11-21T10:06:13.000Z",
+                     *         "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                     *         "pickup": {
+                     *           "name": "Main warehouse",
+                     *           "address": "Tverskaya St 1, Moscow",
+                     *           "location": {
+                     *             "lat": 55.7575,
+                     *             "lng": 37.6136
+                     *           },
+                     *           "contactPhone": "+7 495 000-00-00"
+                     *         },
+                     *         "destination": {
+                     *           "city": "Moscow",
+                     *           "approximateLocation": {
+                     *             "lat": 55.73,
+                     *             "lng": 37.59
+                     *           }
+                     *         },
+                     *         "distanceToPickupKm": 0.3,
+                     *         "deliveryDistanceKm": 3.1,
+                     *         "parcelSize": "SMALL",
+                     *         "isFragile": false,
+                     *         "isPerishable": false,
+                     *         "payout": 275.38,
+                     *         "currency": "RUB",
+                     *         "createdAt": "2026-11-21T10:05:00.000Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The offer
+                         */
+                        id: string;
+                        /**
+                         * @description open until you accept or decline it, it expires, or it is withdrawn (the job was taken from the job list, assigned or cancelled)
+                         * @enum {string}
+                         */
+                        status: "open" | "accepted" | "declined" | "expired" | "withdrawn";
+                        /**
+                         * Format: date-time
+                         * @description Accept before this time; then the next courier gets the job
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        expiresAt: string;
+                        /** @description From your position when offered to the pickup, great-circle */
+                        distanceMeters: number;
+                        /**
+                         * Format: date-time
+                         * @description When you would reach the pickup by the travel-time model, from your position when offered
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        estimatedPickupAt: string;
+                        /** Format: uuid */
+                        transferId: string;
+                        pickup: {
+                            /** @description The warehouse */
+                            name: string;
+                            address: string;
+                            location: {
+                                lat: number;
+                                lng: number;
+                            };
+                            contactPhone: string | null;
+                        };
+                        /** @description The destination area; the exact address comes with the job once accepted */
+                        destination: {
+                            city: string | null;
+                            /** @description Rounded to about 1 km */
+                            approximateLocation: {
+                                lat: number;
+                                lng: number;
+                            };
+                        };
+                        /** @description From the courier to the warehouse, great-circle, one decimal */
+                        distanceToPickupKm: number;
+                        /** @description From the warehouse to the destination, great-circle, one decimal */
+                        deliveryDistanceKm: number;
+                        /**
+                         * @description SMALL (up to 30x20x10 cm, 2 kg), MEDIUM (40x30x20 cm, 5 kg), LARGE (60x40x40 cm, 15 kg), EXTRA_LARGE (100x60x60 cm, 30 kg)
+                         * @enum {string}
+                         */
+                        parcelSize: "SMALL" | "MEDIUM" | "LARGE" | "EXTRA_LARGE";
+                        isFragile: boolean;
+                        isPerishable: boolean;
+                        /** @description The courier's earnings for this delivery (the tariff's courier fee), major units */
+                        payout: number;
+                        currency: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                    }[];
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    streamOffers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream */
+            200: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example event: offer
+                     *     id: 01a2005e-1f2a-7b3c-8d4e-5f6a7b8c9d0e
+                     *     data: {"id":"01a2005e-1f2a-7b3c-8d4e-5f6a7b8c9d0e","status":"open","expiresAt":"2026-11-21T10:05:30.000Z","distanceMeters":300,"estimatedPickupAt":"2026-11-21T10:06:13.000Z","transferId":"01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f","pickup":{"name":"Main warehouse","address":"Tverskaya St 1, Moscow","location":{"lat":55.7575,"lng":37.6136},"contactPhone":"+7 495 000-00-00"},"destination":{"city":"Moscow","approximateLocation":{"lat":55.73,"lng":37.59}},"distanceToPickupKm":0.3,"deliveryDistanceKm":3.1,"parcelSize":"SMALL","isFragile":false,"isPerishable":false,"payout":275.38,"currency":"RUB","createdAt":"2026-11-21T10:05:00.000Z"}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    acceptOffer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The offer id
+                 * @example 01a2005e-1f2a-7b3c-8d4e-5f6a7b8c9d0e
+                 */
+                offerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, now yours */
+            200: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                     *       "pickup": {
+                     *         "name": "Main warehouse",
+                     *         "address": "Tverskaya St 1, Moscow",
+                     *         "location": {
+                     *           "lat": 55.7575,
+                     *           "lng": 37.6136
+                     *         },
+                     *         "contactPhone": "+7 495 000-00-00"
+                     *       },
+                     *       "destination": {
+                     *         "city": "Moscow",
+                     *         "address": "Komsomolsky Ave 24, Moscow",
+                     *         "location": {
+                     *           "lat": 55.7339,
+                     *           "lng": 37.5886
+                     *         }
+                     *       },
+                     *       "distanceToPickupKm": 0.3,
+                     *       "deliveryDistanceKm": 3.1,
+                     *       "parcelSize": "SMALL",
+                     *       "isFragile": false,
+                     *       "isPerishable": false,
+                     *       "payout": 275.38,
+                     *       "currency": "RUB",
+                     *       "createdAt": "2026-11-21T10:05:00.000Z",
+                     *       "state": "courierAssigned",
+                     *       "recipient": {
+                     *         "name": "Anna Ivanova",
+                     *         "phone": "+7 900 000-00-00"
+                     *       },
+                     *       "description": "Two books",
+                     *       "codeAttemptsLeft": 5,
+                     *       "locked": false
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uuid */
+                        transferId: string;
+                        pickup: {
+                            /** @description The warehouse */
+                            name: string;
+                            address: string;
+                            location: {
+                                lat: number;
+                                lng: number;
+                            };
+                            contactPhone: string | null;
+                        };
+                        destination: {
+                            city: string | null;
+                            address: string;
+                            location: {
+                                lat: number;
+                                lng: number;
+                            };
+                        };
+                        /** @description From the courier to the warehouse, great-circle, one decimal */
+                        distanceToPickupKm: number;
+                        /** @description From the warehouse to the destination, great-circle, one decimal */
+                        deliveryDistanceKm: number;
+                        /**
+                         * @description SMALL (up to 30x20x10 cm, 2 kg), MEDIUM (40x30x20 cm, 5 kg), LARGE (60x40x40 cm, 15 kg), EXTRA_LARGE (100x60x60 cm, 30 kg)
+                         * @enum {string}
+                         */
+                        parcelSize: "SMALL" | "MEDIUM" | "LARGE" | "EXTRA_LARGE";
+                        isFragile: boolean;
+                        isPerishable: boolean;
+                        /** @description The courier's earnings for this delivery (the tariff's courier fee), major units */
+                        payout: number;
+                        currency: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * @description inProgress (paid, waiting for a courier), courierAssigned, pickedUp, delivered (terminal), returning (delivery failed, on the way back), returned (terminal), cancelled (terminal)
+                         * @enum {string}
+                         */
+                        state: "inProgress" | "courierAssigned" | "pickedUp" | "delivered" | "returning" | "returned" | "cancelled";
+                        /** @description Only between accept and delivery (courierAssigned, pickedUp) */
+                        recipient?: {
+                            name: string;
+                            phone: string;
+                        };
+                        /** @description The merchant's description of the parcel */
+                        description: string;
+                        /** @description Wrong transferCode / deliveryPin entries left before the job is locked */
+                        codeAttemptsLeft: number;
+                        /** @description After 5 wrong codes: nothing more can be done with the job until support unlocks it */
+                        locked: boolean;
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `OFFER_NOT_FOUND`: Offer not found */
+            404: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "OFFER_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `OFFER_EXPIRED`: Offer expired; `TOO_MANY_JOBS`: Too many jobs; `COURIER_OFFLINE`: Courier offline */
+            409: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "OFFER_EXPIRED" | "TOO_MANY_JOBS" | "COURIER_OFFLINE";
+                    };
+                };
+            };
+            /** @description `JOB_LOCKED`: Job locked */
+            423: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "JOB_LOCKED";
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    declineOffer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The offer id
+                 * @example 01a2005e-1f2a-7b3c-8d4e-5f6a7b8c9d0e
+                 */
+                offerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The offer, now declined */
+            200: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2005e-1f2a-7b3c-8d4e-5f6a7b8c9d0e",
+                     *       "status": "declined",
+                     *       "expiresAt": "2026-11-21T10:05:30.000Z",
+                     *       "distanceMeters": 300,
+                     *       "estimatedPickupAt": "2026-11-21T10:06:13.000Z",
+                     *       "transferId": "01a20059-0b3e-7a4c-9d2e-4a5b6c7d8e9f",
+                     *       "pickup": {
+                     *         "name": "Main warehouse",
+                     *         "address": "Tverskaya St 1, Moscow",
+                     *         "location": {
+                     *           "lat": 55.7575,
+                     *           "lng": 37.6136
+                     *         },
+                     *         "contactPhone": "+7 495 000-00-00"
+                     *       },
+                     *       "destination": {
+                     *         "city": "Moscow",
+                     *         "approximateLocation": {
+                     *           "lat": 55.73,
+                     *           "lng": 37.59
+                     *         }
+                     *       },
+                     *       "distanceToPickupKm": 0.3,
+                     *       "deliveryDistanceKm": 3.1,
+                     *       "parcelSize": "SMALL",
+                     *       "isFragile": false,
+                     *       "isPerishable": false,
+                     *       "payout": 275.38,
+                     *       "currency": "RUB",
+                     *       "createdAt": "2026-11-21T10:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The offer
+                         */
+                        id: string;
+                        /**
+                         * @description open until you accept or decline it, it expires, or it is withdrawn (the job was taken from the job list, assigned or cancelled)
+                         * @enum {string}
+                         */
+                        status: "open" | "accepted" | "declined" | "expired" | "withdrawn";
+                        /**
+                         * Format: date-time
+                         * @description Accept before this time; then the next courier gets the job
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        expiresAt: string;
+                        /** @description From your position when offered to the pickup, great-circle */
+                        distanceMeters: number;
+                        /**
+                         * Format: date-time
+                         * @description When you would reach the pickup by the travel-time model, from your position when offered
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        estimatedPickupAt: string;
+                        /** Format: uuid */
+                        transferId: string;
+                        pickup: {
+                            /** @description The warehouse */
+                            name: string;
+                            address: string;
+                            location: {
+                                lat: number;
+                                lng: number;
+                            };
+                            contactPhone: string | null;
+                        };
+                        /** @description The destination area; the exact address comes with the job once accepted */
+                        destination: {
+                            city: string | null;
+                            /** @description Rounded to about 1 km */
+                            approximateLocation: {
+                                lat: number;
+                                lng: number;
+                            };
+                        };
+                        /** @description From the courier to the warehouse, great-circle, one decimal */
+                        distanceToPickupKm: number;
+                        /** @description From the warehouse to the destination, great-circle, one decimal */
+                        deliveryDistanceKm: number;
+                        /**
+                         * @description SMALL (up to 30x20x10 cm, 2 kg), MEDIUM (40x30x20 cm, 5 kg), LARGE (60x40x40 cm, 15 kg), EXTRA_LARGE (100x60x60 cm, 30 kg)
+                         * @enum {string}
+                         */
+                        parcelSize: "SMALL" | "MEDIUM" | "LARGE" | "EXTRA_LARGE";
+                        isFragile: boolean;
+                        isPerishable: boolean;
+                        /** @description The courier's earnings for this delivery (the tariff's courier fee), major units */
+                        payout: number;
+                        currency: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description `MISSING_ACCESS_TOKEN`: Missing access token; `ACCESS_TOKEN_EXPIRED`: Access token expired; `INVALID_ACCESS_TOKEN`: Invalid access token; `CREDENTIALS_NOT_FOUND`: Credentials not found; `CREDENTIALS_REVOKED`: Credentials revoked */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
+                    "www-authenticate"?: string;
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "MISSING_ACCESS_TOKEN" | "ACCESS_TOKEN_EXPIRED" | "INVALID_ACCESS_TOKEN" | "CREDENTIALS_NOT_FOUND" | "CREDENTIALS_REVOKED";
+                    };
+                };
+            };
+            /** @description `WRONG_ACTOR`: Wrong kind of actor */
+            403: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "WRONG_ACTOR";
+                    };
+                };
+            };
+            /** @description `OFFER_NOT_FOUND`: Offer not found */
+            404: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "OFFER_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `OFFER_EXPIRED`: Offer expired */
+            409: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "OFFER_EXPIRED";
                     };
                 };
             };

@@ -1,0 +1,67 @@
+import { type EventCommitted, eventCommitted } from '../lib/channels.ts';
+import type { DispatchPass, DispatchService } from '../modules/dispatch/service.ts';
+import type { Logger } from './scheduler.ts';
+
+/** Events after which there may be a transfer to offer at once (a payment, a courier giving a job back). */
+const WAKING_EVENTS = new Set(['transfer.created', 'transfer.courier_released']);
+
+export interface Dispatcher {
+  runOnce(): Promise<DispatchPass>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The dispatcher loop: a pass every intervalMs, and at once when this process commits a payment or a
+ * release, or a courier declines here (other instances' work is found by the periodic pass, or by their
+ * own dispatcher). Passes never overlap within a process; across processes the offers' unique indexes
+ * keep one open offer per transfer and per courier.
+ */
+export function startDispatcher(opts: { dispatch: DispatchService; intervalMs: number; log: Logger }): Dispatcher {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<DispatchPass> | undefined;
+  let again = false;
+  let stopped = false;
+
+  const schedule = (ms: number) => {
+    clearTimeout(timer);
+    if (!stopped) timer = setTimeout(tick, ms);
+  };
+  const tick = async () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    again = false;
+    try {
+      running = opts.dispatch.runOnce();
+      const pass = await running;
+      if (pass.offered + pass.expired + pass.setOffline > 0) opts.log.info({ ...pass }, 'dispatch pass');
+    } catch (err) {
+      opts.log.error({ err }, 'dispatch pass failed; retrying at the next interval');
+    } finally {
+      running = undefined;
+    }
+    schedule(again ? 0 : opts.intervalMs);
+  };
+  const wake = () => {
+    if (running) again = true;
+    else schedule(0);
+  };
+  const onEvent = (m: unknown) => {
+    if (WAKING_EVENTS.has((m as EventCommitted).type)) wake();
+  };
+  eventCommitted.subscribe(onEvent);
+  const offWork = opts.dispatch.onWork(wake);
+  schedule(0);
+
+  return {
+    runOnce: () => opts.dispatch.runOnce(),
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      eventCommitted.unsubscribe(onEvent);
+      offWork();
+      await running?.catch(() => {});
+    },
+  };
+}
