@@ -332,6 +332,33 @@ describeEachStore(
       ]);
     });
 
+    test('couriers: support creates a courier; the page shows the secret and the activation link once, and the link lets the courier into the courier app', async () => {
+      const t = ctx();
+      const support = await as(t, 'support');
+      await support.get('/ops/couriers');
+      const created = await support.post('/ops/couriers', { name: 'Pavel Novak', phone: '+7 903 555-66-77' });
+      assert.equal(created.statusCode, 200);
+      const url = /<code class="secret" id="activation-url">([^<]+)<\/code>/.exec(created.body)?.[1];
+      assert.match(url ?? '', /^http:\/\/[^/]+\/courier-app\/activate\?token=[\w-]{43}$/);
+      const token = new URL(url!).searchParams.get('token')!;
+      const courier = new WebClient(t.app);
+      assert.equal((await courier.get(`/courier-app/activate?token=${token}`)).statusCode, 200);
+      const set = await courier.post('/courier-app/activate', { token, password: TEST_PASSWORD, confirm: TEST_PASSWORD });
+      assert.deepEqual([set.statusCode, set.headers.location], [303, '/courier-app/login']);
+      await courier.get('/courier-app/login');
+      const login = await courier.post('/courier-app/login', { phone: '79035556677', password: TEST_PASSWORD });
+      assert.deepEqual([login.statusCode, login.headers.location], [303, '/courier-app/shift']);
+      // The same phone again is refused before anything is created.
+      const couriersBefore = (await t.services.couriers.fleet()).couriers.length;
+      await support.get('/ops/couriers');
+      const again = await support.post('/ops/couriers', { name: 'Someone Else', phone: '+79035556677' });
+      assert.equal(again.statusCode, 422);
+      assert.match(formError(again.body) ?? '', /Another courier already logs in with \+79035556677/);
+      assert.equal((await t.services.couriers.fleet()).couriers.length, couriersBefore);
+      const audit = (await t.services.audit.search({ action: 'courier.create' })).items.map((e) => e.reason);
+      assert.equal(audit.length, 1);
+    });
+
     test('webhooks: the outbox and every endpoint; an endpoint replayed with a reason queues its events again (audited)', async () => {
       const t = ctx();
       const { m, w } = await setup(t);

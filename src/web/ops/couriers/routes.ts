@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../../../lib/errors.ts';
 import { refusalMessage, STATE_LABELS, type TimeView, timeView } from '../../dashboard/format.ts';
-import { field } from '../../forms.ts';
+import { baseUrlOf, field } from '../../forms.ts';
 import { redirectWithFlash, render } from '../../render.ts';
 import { requirePerson } from '../../session.ts';
 import { actorOf, CAN, may } from '../operator.ts';
 
 /**
- * Couriers: every courier, who is online, their current jobs; create (the client secret shown once),
+ * Couriers: every courier, who is online, their current jobs; create (the client secret and the courier
+ * app's one-time activation link shown once),
  * disable, enable, each with a reason. Map: online couriers and open jobs drawn to scale in SVG (as the
  * tracking page draws), refreshing itself every few seconds (ops.js re-fetches the drawing).
  */
@@ -23,7 +25,7 @@ export interface OpsCouriersView {
     jobs: Array<{ href: string; state: string }>;
   }>;
   canAct: boolean;
-  created: { name: string; clientId: string; clientSecret: string } | null;
+  created: { name: string; clientId: string; clientSecret: string; activationUrl: string } | null;
   error: string | null;
 }
 
@@ -87,8 +89,14 @@ export async function opsCouriersPages(app: FastifyInstance): Promise<void> {
 
   app.post('/couriers', act, async (request, reply) => {
     try {
-      const c = await s.couriers.create(field(request, 'name', { max: 200 }), field(request, 'phone', { max: 60 }), actorOf(request));
-      return couriersPage(request, reply, { created: { name: c.courier.name, clientId: c.clientId, clientSecret: c.clientSecret } });
+      const phone = field(request, 'phone', { max: 60 });
+      // Checked first (as mds couriers create does), so a refused phone leaves no courier behind.
+      if (!(await s.accounts.courierPhoneFree(phone))) throw new AppError('PHONE_TAKEN', `Another courier already logs in with ${phone.trim()}`);
+      const c = await s.couriers.create(field(request, 'name', { max: 200 }), phone, actorOf(request));
+      const activation = await s.accounts.courierActivationLink(c.courier.id, baseUrlOf(request, app.webConfig.publicBaseUrl));
+      return couriersPage(request, reply, {
+        created: { name: c.courier.name, clientId: c.clientId, clientSecret: c.clientSecret, activationUrl: activation.url },
+      });
     } catch (err) {
       return couriersPage(request, reply, { error: refusalMessage(err), status: 422 });
     }
