@@ -344,7 +344,7 @@ for (const store of STORES) {
         const tr = await paidTransfer(t, m, w.id);
         await t.services.dispatch.runOnce();
         const [offer] = await offers(t, near);
-        const assigned = await t.services.dispatch.assign(tr.id, chosen.courierId, 'Regular courier for this shop');
+        const assigned = await t.services.dispatch.assign(tr.id, chosen.courierId, 'Regular courier for this shop', { kind: 'cli', machineUser: 'test' });
         assert.equal(assigned.state, 'courierAssigned');
         assert.deepEqual(assigned.courier, { firstName: 'Olga' });
         const [event] = await assignedEvents(t, tr.id);
@@ -368,7 +368,9 @@ for (const store of STORES) {
           [tr.id],
         );
         // Once assigned, a second assignment is refused with the state.
-        await assert.rejects(t.services.dispatch.assign(tr.id, near.courierId, 'again'), { code: 'TRANSITION_NOT_ALLOWED' });
+        await assert.rejects(t.services.dispatch.assign(tr.id, near.courierId, 'again', { kind: 'cli', machineUser: 'test' }), {
+          code: 'TRANSITION_NOT_ALLOWED',
+        });
       }));
     test('metrics: offers made, accepted, declined and expired, and the time from payment to assignment', async () => {
       const t = await createTestApp(store, {}, undefined, { metrics: true });

@@ -124,8 +124,8 @@ describeEachStore(
           who: 'Support Person (support)',
           action: 'transfer.cancel',
           reason: 'Customer phoned support',
-          before: { state: 'inProgress', refundedAmount: 0 },
-          after: { state: 'cancelled', refundedAmount: STANDARD_MINOR / 100 },
+          before: { state: 'inProgress', refundedAmount: 0, courierId: null },
+          after: { state: 'cancelled', refundedAmount: STANDARD_MINOR / 100, courierId: null },
           merchantId: m.merchantId,
         },
       );
@@ -175,6 +175,7 @@ describeEachStore(
         { path: `/ops/transfers/${tr.id}/cancel`, fields: { reason: 'roles test' }, allowed: ['support', 'admin'] },
         { path: `/ops/transfers/${tr.id}/advance`, fields: { to: 'courierAssigned', reason: 'roles test' }, allowed: ['support', 'admin'] },
         { path: `/ops/transfers/${tr.id}/unlock`, fields: { reason: 'roles test' }, allowed: ['support', 'admin'] },
+        { path: `/ops/transfers/${tr.id}/assign`, fields: { courier: courier.courierId, reason: 'roles test' }, allowed: ['support', 'admin'] },
         { path: `/ops/merchants/${m.merchantId}/top-up`, fields: { amount: '1', reason: 'roles test' }, allowed: ['finance', 'admin'] },
         { path: '/ops/merchants', fields: { name: 'Roles shop', mode: 'live' }, allowed: ['admin'] },
         { path: `/ops/merchants/${m.merchantId}/credentials/issue`, fields: { reason: 'roles test' }, allowed: ['admin'] },
@@ -212,7 +213,7 @@ describeEachStore(
       await admin.get(`/ops/transfers/${tr.id}`);
       const notAllowed = await admin.post(`/ops/transfers/${tr.id}/advance`, { to: 'courierAssigned', reason: 'Assignment is dispatch' });
       assert.equal(notAllowed.statusCode, 422, 'assigning a courier is not an advance');
-      assert.match(formError(notAllowed.body) ?? '', /is inProgress/);
+      assert.match(formError(notAllowed.body) ?? '', /Assign a courier with/);
       await admin.get(`/ops/transfers/${tr.id}`);
       assert.equal((await admin.post(`/ops/transfers/${tr.id}/cancel`, { reason: 'Merchant asked by phone' })).statusCode, 303);
       assert.equal((await t.as(m, { method: 'GET', url: `/transfer/${tr.id}` })).json().state, 'cancelled');
@@ -330,6 +331,56 @@ describeEachStore(
         ['courier.enable', 'New phone set up', { status: 'ACTIVE', online: false }],
         ['courier.disable', 'Phone lost, new one tomorrow', { status: 'DISABLED', online: false }],
       ]);
+    });
+
+    test('support assigns a waiting transfer to a courier and then reassigns it: the API shows each courier, the timeline names the operator, both are audited', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      const tr = await paidTransfer(t, m, w.id);
+      const olga = await t.courier('Olga Smirnova', { lat: 0.01, lng: 0.01 });
+      const ivan = await t.courier('Ivan Petrov');
+      const support = await as(t, 'support');
+      const page = await support.get(`/ops/transfers/${tr.id}`);
+      assert.match(page.body, /<label for="assign-courier">Assign to<\/label>/);
+      assert.match(page.body, new RegExp(`<option value="${olga.courierId}">Olga Smirnova, [^<]+ \\(online\\)</option>`));
+      const short = await support.post(`/ops/transfers/${tr.id}/assign`, { courier: olga.courierId, reason: 'x' });
+      assert.equal(short.statusCode, 422);
+      assert.equal((await t.as(m, { method: 'GET', url: `/transfer/${tr.id}` })).json().state, 'inProgress', 'a refused assignment changes nothing');
+      await support.get(`/ops/transfers/${tr.id}`);
+      const assigned = await support.post(`/ops/transfers/${tr.id}/assign`, { courier: olga.courierId, reason: 'Regular courier of this shop' });
+      assert.equal(assigned.statusCode, 303);
+      const seen = (await t.as(m, { method: 'GET', url: `/transfer/${tr.id}` })).json();
+      assert.deepEqual([seen.state, seen.courier], ['courierAssigned', { firstName: 'Olga' }]);
+      const again = await support.get(`/ops/transfers/${tr.id}`);
+      assert.match(again.body, /<label for="assign-courier">Reassign to<\/label>/);
+      const moved = await support.post(`/ops/transfers/${tr.id}/assign`, { courier: ivan.courierId, reason: 'Olga is stuck in traffic' });
+      assert.equal(moved.statusCode, 303);
+      const after = (await t.as(m, { method: 'GET', url: `/transfer/${tr.id}` })).json();
+      assert.deepEqual([after.state, after.courier], ['courierAssigned', { firstName: 'Ivan' }]);
+      const events = (await t.as(m, { method: 'GET', url: `/transfer/${tr.id}/events` }))
+        .json()
+        .map((e: { type: string; actor: { type: string } }) => [e.type, e.actor.type]);
+      assert.deepEqual(events.slice(-3), [
+        ['transfer.courier_assigned', 'operator'],
+        ['transfer.courier_released', 'operator'],
+        ['transfer.courier_assigned', 'operator'],
+      ]);
+      const timeline = await support.get(`/ops/transfers/${tr.id}`);
+      assert.match(timeline.body, /Operator Support [^<]*\(support\)/);
+      const audit = (await t.services.audit.search({ subjectId: tr.id })).items.map((e) => [e.action, e.reason, e.after]);
+      assert.deepEqual(audit, [
+        ['transfer.assign', 'Olga is stuck in traffic', { state: 'courierAssigned', refundedAmount: 0, courierId: ivan.courierId }],
+        ['transfer.advance', 'Olga is stuck in traffic', { state: 'inProgress', refundedAmount: 0, courierId: null }],
+        ['transfer.assign', 'Regular courier of this shop', { state: 'courierAssigned', refundedAmount: 0, courierId: olga.courierId }],
+      ]);
+      // The CLI reaches the same call, audited as cli.
+      const cli = await mds(t, 'transfers', 'assign', tr.id, '--courier', olga.courierId, '--reason', 'back to Olga');
+      assert.equal(cli.code, 0, cli.stderr);
+      const labels = (await t.services.audit.search({ subjectId: tr.id, action: 'transfer.assign' })).items.map((e) => [e.operator.label, e.reason]);
+      assert.ok(
+        labels.some(([label, reason]) => label === `cli (${userInfo().username})` && reason === 'back to Olga'),
+        JSON.stringify(labels),
+      );
     });
 
     test('couriers: support creates a courier; the page shows the secret and the activation link once, and the link lets the courier into the courier app', async () => {

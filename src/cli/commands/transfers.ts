@@ -70,13 +70,17 @@ export function transfersCommands(program: Command, out: Output): void {
       }),
     );
 
-  leaf(transfers, 'assign', 'give a waiting live transfer to a named courier (an operator event; open offers for it are withdrawn)')
+  leaf(
+    transfers,
+    'assign',
+    'give a waiting live transfer to a named courier, or an assigned one to another (operator events, audited; open offers for it are withdrawn)',
+  )
     .argument('<transferId>')
     .requiredOption('--courier <courierId>', 'the courier (mds couriers list)')
     .requiredOption('--reason <text>', 'why (recorded with the event)', text)
     .action((id: string, o: { courier: string; reason: string }) =>
       withRuntime(async ({ services }) => {
-        const t = await services.dispatch.assign(id, o.courier, o.reason);
+        const t = await services.dispatch.reassign(id, o.courier, o.reason, cliActor());
         out.print(`Transfer ${t.id} is now ${t.state} (courier ${t.courier?.firstName ?? o.courier})`, { transfer: t });
       }),
     );

@@ -5,6 +5,7 @@ import { dispatchOutcome } from '../../lib/channels.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { checkReason, type OperatorActor } from '../audit/service.ts';
 import { couriersRepository } from '../couriers/repository.ts';
 import type { CurrentJob } from '../couriers/schemas.ts';
 import { type CouriersService, firstName, openJob } from '../couriers/service.ts';
@@ -140,17 +141,17 @@ export class DispatchService {
 
   /**
    * An operator gives a waiting transfer to a named courier (active; online or not): courierAssigned,
-   * an operator event with the reason; any open offer for it is withdrawn in the same transaction.
+   * an operator event naming the operator, with the reason (audited); any open offer for it is withdrawn
+   * in the same transaction.
    */
-  async assign(transferId: string, courierId: string, reason: string): Promise<Transfer> {
-    const text = reason.trim();
-    if (text === '') throw new AppError('VALIDATION_FAILED', 'An assignment needs a reason (it is recorded with the event)');
+  async assign(transferId: string, courierId: string, reason: string, by: OperatorActor): Promise<Transfer> {
+    const text = checkReason(reason);
     const courier = await couriersRepository.find(this.#db, courierId);
     if (!courier) throw new AppError('COURIER_NOT_FOUND', `No courier ${courierId}`);
     if (courier.status !== 'ACTIVE') throw new AppError('VALIDATION_FAILED', `Courier ${courierId} is DISABLED`);
     const t = await this.#transfers.transition(transferId, {
       to: 'courierAssigned',
-      actor: { type: 'operator', courier: { id: courierId, firstName: firstName(courier.name) } },
+      actor: { type: 'operator', operator: by, courier: { id: courierId, firstName: firstName(courier.name) } },
       comment: text,
       guard: async (trx, row) => {
         if (row.mode !== 'live') throw new AppError('TRANSITION_NOT_ALLOWED', `Transfer ${transferId} is a sandbox transfer: its courier is simulated`);
@@ -158,6 +159,20 @@ export class DispatchService {
       },
     });
     return t as Transfer;
+  }
+
+  /**
+   * Gives an assigned (not yet picked up) transfer to another courier: the operator releases it from its
+   * courier (transfer.courier_released) and assigns it (transfer.courier_assigned), two events, both audited.
+   */
+  async reassign(transferId: string, courierId: string, reason: string, by: OperatorActor): Promise<Transfer> {
+    const text = checkReason(reason);
+    const current = await transfersRepository.findAny(this.#db, transferId);
+    if (current?.state === 'courierAssigned') {
+      if (current.courier_id === courierId) throw new AppError('VALIDATION_FAILED', 'That courier already has this job');
+      await this.#transfers.operatorAdvance(transferId, 'inProgress', text, by);
+    }
+    return this.assign(transferId, courierId, text, by);
   }
 
   // --- The dispatcher ----------------------------------------------------------------------------

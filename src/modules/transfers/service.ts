@@ -659,13 +659,13 @@ export class TransfersService {
           if (actor.operator) {
             if (!this.#audit) throw new Error('an operator change needs the audit log');
             await this.#audit.record(trx, actor.operator, {
-              action: req.to === 'cancelled' ? 'transfer.cancel' : 'transfer.advance',
+              action: req.to === 'cancelled' ? 'transfer.cancel' : req.to === 'courierAssigned' ? 'transfer.assign' : 'transfer.advance',
               subjectType: 'transfer',
               subjectId: id,
               merchantId: updated.merchant_id,
               reason: req.comment ?? null,
-              before: { state: row.state, refundedAmount: minorToNumber(row.refunded_amount) },
-              after: { state: updated.state, refundedAmount: minorToNumber(updated.refunded_amount) },
+              before: { state: row.state, refundedAmount: minorToNumber(row.refunded_amount), courierId: row.courier_id },
+              after: { state: updated.state, refundedAmount: minorToNumber(updated.refunded_amount), courierId: updated.courier_id },
             });
           }
           return this.#toTransfer(updated);

@@ -63,6 +63,8 @@ export interface OpsTransferView {
   canAct: boolean;
   cancellable: boolean;
   advanceTo: Array<{ value: string; label: string }>;
+  /** Assign (waiting) or reassign (assigned, not picked up) a live transfer: active couriers, online first. */
+  assign: { reassign: boolean; couriers: Array<{ id: string; label: string }> } | null;
   error: string | null;
 }
 
@@ -152,7 +154,10 @@ export async function opsTransfersPages(app: FastifyInstance): Promise<void> {
             ? 'Merchant'
             : 'System';
     const lock = await s.couriers.lockStateOf(id);
-    const advance = nextStates(t.state as TransferState, ['operator']).filter((st) => st !== 'cancelled');
+    // Assigning names a courier: its own form, not an advance.
+    const advance = nextStates(t.state as TransferState, ['operator']).filter((st) => st !== 'cancelled' && st !== 'courierAssigned');
+    const assignable = !t.sandbox && (t.state === 'inProgress' || t.state === 'courierAssigned') && may(request, CAN.support);
+    const fleet = assignable ? (await s.couriers.fleet()).couriers.filter((c) => c.status === 'ACTIVE') : [];
     return render<OpsTransferView>(
       reply,
       'ops/transfers/transfer.eta',
@@ -194,6 +199,17 @@ export async function opsTransfersPages(app: FastifyInstance): Promise<void> {
         canAct: may(request, CAN.support),
         cancellable: !['delivered', 'returned', 'cancelled'].includes(t.state),
         advanceTo: advance.map((v) => ({ value: v, label: STATE_LABELS[v] })),
+        assign: assignable
+          ? {
+              reassign: t.state === 'courierAssigned',
+              couriers: fleet
+                .sort((a, b) => Number(b.online) - Number(a.online) || a.name.localeCompare(b.name))
+                .map((c) => ({
+                  id: c.id,
+                  label: `${c.name}, ${c.phone}${c.online ? ' (online)' : ' (offline)'}${c.jobs.length ? `, ${c.jobs.length} job(s)` : ''}`,
+                })),
+            }
+          : null,
         error,
       },
       status,
@@ -237,9 +253,16 @@ export async function opsTransfersPages(app: FastifyInstance): Promise<void> {
     }
   });
 
-  // DISPATCH: "Assign or reassign a courier" goes here once dispatch exists (another branch builds
-  // assignment): a POST /:id/assign with a courier and a reason, CAN.support, through the dispatch
-  // service, audited like the actions above. The transfer page has the matching placeholder.
+  // Assign a waiting transfer to a courier, or give an assigned one to another: the dispatch service, audited.
+  app.post<{ Params: { id: string } }>('/:id/assign', act, async (request, reply) => {
+    const id = request.params.id;
+    try {
+      const t = await s.dispatch.reassign(id, field(request, 'courier', { max: 100 }), field(request, 'reason', { max: 600 }), actorOf(request));
+      return redirectWithFlash(reply, `/ops/transfers/${id}`, `Assigned to ${t.courier?.firstName ?? 'the courier'}.`);
+    } catch (err) {
+      return transferPage(request, reply, id, refusalMessage(err), 422);
+    }
+  });
 }
 
 function commentOf(data: object): string | null {
