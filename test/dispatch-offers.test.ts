@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { startDispatcher } from '../src/background/dispatcher.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
 import { iso, ManualClock } from '../src/lib/clock.ts';
 import type { AppError } from '../src/lib/errors.ts';
@@ -404,6 +405,39 @@ for (const store of STORES) {
         void mid;
       } finally {
         await t.close();
+      }
+    });
+    test('the background dispatcher offers a payment on its own within a second; an open stream does not hold up the shutdown', async () => {
+      const t = await createTestApp(store);
+      const dispatcher = startDispatcher({ dispatch: t.services.dispatch, intervalMs: 60_000, log: { info() {}, error() {} } });
+      let closed = false;
+      try {
+        const { m, w } = await setup(t, '1000');
+        const c = await t.courier('Near', NEAR);
+        const base = await t.listen();
+        const res = await fetch(`${base}/courier/offers/stream`, { headers: { authorization: `Bearer ${await t.token(c)}` } });
+        const reader = res.body!.getReader();
+        const decoder = new TextDecoder();
+        let text = decoder.decode((await reader.read()).value);
+        const started = performance.now();
+        // Woken by the payment's commit, not by its 60 s interval.
+        const tr = await paidTransfer(t, m, w.id);
+        while (!text.includes('event: offer')) {
+          const chunk = await Promise.race([reader.read(), new Promise<never>((_, no) => setTimeout(() => no(new Error(`no offer in 1 s: ${text}`)), 1000))]);
+          if (chunk.done) break;
+          text += decoder.decode(chunk.value);
+        }
+        assert.ok(performance.now() - started < 1000);
+        assert.equal(JSON.parse(/data: (.+)\n/.exec(text)![1]).transferId, tr.id);
+        await dispatcher.stop();
+        const closing = performance.now();
+        await t.close();
+        closed = true;
+        assert.ok(performance.now() - closing < 3000, 'the stream ended with the server');
+        assert.equal((await reader.read()).done, true);
+      } finally {
+        await dispatcher.stop();
+        if (!closed) await t.close();
       }
     });
   });
