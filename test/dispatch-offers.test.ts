@@ -232,6 +232,22 @@ for (const store of STORES) {
         assert.deepEqual(await offers(t, near), []);
       }));
 
+    test('a courier going offline gives its open offer up at once (withdrawn, not a miss): the next courier gets it', () =>
+      withApp(store, async (t) => {
+        const { m, w } = await setup(t, '1000');
+        const near = await t.courier('Near', NEAR);
+        const mid = await t.courier('Mid', MID);
+        const tr = await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        assert.equal((await offers(t, near)).length, 1);
+        assert.equal((await t.as(near, { method: 'PUT', url: '/courier/status', payload: { online: false } })).statusCode, 200);
+        assert.deepEqual(await t.services.dispatch.runOnce(), { expired: 0, withdrawn: 1, offered: 1, widened: 0, setOffline: 0 });
+        assert.deepEqual(await offers(t, near), []);
+        assert.equal((await offers(t, mid))[0].transferId, tr.id);
+        const missed = await t.database.db.selectFrom('couriers').select('missed_offers').where('id', '=', near.courierId).executeTakeFirstOrThrow();
+        assert.equal(Number(missed.missed_offers), 0);
+      }));
+
     test('20 concurrent accepts and expiries on two instances: one outcome, at most one assignment and one event', () =>
       withApp(store, async (a) => {
         const b = await secondInstance(a);
