@@ -232,6 +232,27 @@ for (const store of STORES) {
         assert.deepEqual(await offers(t, near), []);
       }));
 
+    test('a courier who released the job is never offered it again, and a courier at the job cap gets no offer', () =>
+      withApp(store, async (t) => {
+        const { m, w } = await setup(t, '5000');
+        const near = await t.courier('Near', NEAR);
+        const mid = await t.courier('Mid', MID);
+        const first = await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        const [offer] = await offers(t, near);
+        assert.equal((await answer(t, near, offer.id, 'accept')).statusCode, 200);
+        // Near holds a job (MAX_JOBS_PER_COURIER=1): a second payment goes to mid although near is nearer.
+        const second = await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        assert.deepEqual(await offers(t, near), []);
+        assert.equal((await offers(t, mid))[0].transferId, second.id);
+        assert.equal((await answer(t, mid, (await offers(t, mid))[0].id, 'accept')).statusCode, 200);
+        // Near gives the first job back: free again, but never offered that one again.
+        assert.equal((await t.as(near, { method: 'POST', url: `/courier/jobs/${first.id}/release` })).statusCode, 200);
+        for (let i = 0; i < 5; i++) await t.services.dispatch.runOnce();
+        assert.deepEqual(await offers(t, near), []);
+      }));
+
     test('a courier going offline gives its open offer up at once (withdrawn, not a miss): the next courier gets it', () =>
       withApp(store, async (t) => {
         const { m, w } = await setup(t, '1000');
