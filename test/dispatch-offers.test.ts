@@ -7,7 +7,9 @@ import type { AppError } from '../src/lib/errors.ts';
 import { createServices } from '../src/services.ts';
 import { type Courier, createTestApp, TEST_SIGNING_KEYS, type TestApp, UUID_RE } from './helpers/app.ts';
 import { paidTransfer, setup } from './helpers/flow.ts';
-import { STORES, type StoreName } from './helpers/stores.ts';
+import { adminQuery, postgresOnly, STORES, type StoreName } from './helpers/stores.ts';
+
+const SKIP_PG = postgresOnly('LISTEN reconnection');
 
 /** The flow's warehouse is at (0, 0); these couriers wait 0.16, 1.6 and 2.4 km from it (all within the first 3 km). */
 const NEAR = { lat: 0.001, lng: 0.001 };
@@ -479,3 +481,27 @@ for (const store of STORES) {
     });
   });
 }
+
+describe('offer stream over PostgreSQL LISTEN/NOTIFY', () => {
+  test('a lost LISTEN connection is replaced: offers made after it are heard again', { skip: SKIP_PG }, () =>
+    withApp('postgres', async (t) => {
+      const { m, w } = await setup(t, '1000');
+      const c = await t.courier('Near', NEAR);
+      const heard: string[] = [];
+      const stop = await t.services.dispatch.subscribe(c.courierId, (id) => heard.push(id));
+      try {
+        const channel = t.database.notifications!.channel('offers');
+        const killed = await adminQuery(`select pg_terminate_backend(pid) as done from pg_stat_activity where query = 'listen "${channel}"'`);
+        assert.equal(killed.rows.length, 1, 'one LISTEN connection for this store');
+        await new Promise((r) => setTimeout(r, 1500)); // it reconnects after a second
+        await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+        const [offer] = await offers(t, c);
+        assert.deepEqual(heard, [offer.id]);
+      } finally {
+        stop();
+      }
+    }),
+  );
+});
