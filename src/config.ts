@@ -102,6 +102,11 @@ export interface Config {
   offerMissesBeforeOffline: number;
   /** How often the dispatcher looks for work besides being woken by a payment or a decline in this process. */
   dispatchIntervalMs: number;
+  /** The travel-time model (README "ETAs"): road over great-circle distance, km/h per product, expected assign and handover times. */
+  etaDetourFactor: number;
+  etaSpeedKmh: Record<string, number> & { default: number };
+  etaAssignSeconds: number;
+  etaHandoverSeconds: number;
 }
 
 export interface SigningKey {
@@ -271,6 +276,10 @@ export function loadConfig(env: Env = process.env): Config {
     offerTtlSeconds: int('OFFER_TTL_SECONDS', 30, 1, 3600),
     offerMissesBeforeOffline: int('OFFER_MISSES_BEFORE_OFFLINE', 3, 1, 1000),
     dispatchIntervalMs: int('DISPATCH_INTERVAL_MS', 1000, 50, 60_000),
+    etaDetourFactor: int('ETA_DETOUR_PERCENT', 135, 100, 400) / 100,
+    etaSpeedKmh: parseSpeeds(str('ETA_SPEED_KMH', 'default=20,standard=20,express=25'), problems),
+    etaAssignSeconds: int('ETA_ASSIGN_SECONDS', 120, 0, 86_400),
+    etaHandoverSeconds: int('ETA_HANDOVER_SECONDS', 180, 0, 3600),
   };
   if (config.dispatchMaxRadiusKm < config.dispatchRadiusKm) {
     problems.push(`DISPATCH_MAX_RADIUS_KM (${config.dispatchMaxRadiusKm}) must be at least DISPATCH_RADIUS_KM (${config.dispatchRadiusKm})`);
@@ -283,6 +292,24 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
   return config;
+}
+
+/** ETA_SPEED_KMH: "default=20,standard=20,express=25" (product key = km/h, 1 to 200); `default` is required. */
+function parseSpeeds(raw: string, problems: string[]): Record<string, number> & { default: number } {
+  const speeds: Record<string, number> = {};
+  for (const part of raw.split(',')) {
+    const m = /^\s*([a-z][a-z0-9_]{0,31})\s*=\s*(\d{1,3})\s*$/.exec(part);
+    if (!m || Number(m[2]) < 1 || Number(m[2]) > 200) {
+      problems.push(`ETA_SPEED_KMH must look like "default=20,express=25" (km/h from 1 to 200), got "${raw}"`);
+      return { default: 20 };
+    }
+    speeds[m[1]] = Number(m[2]);
+  }
+  if (speeds.default === undefined) {
+    problems.push(`ETA_SPEED_KMH needs a default speed ("default=20,..."), got "${raw}"`);
+    return { default: 20 };
+  }
+  return speeds as Record<string, number> & { default: number };
 }
 
 /** PUBLIC_BASE_URL: an absolute http(s) URL without query, fragment or credentials; returned without a trailing slash. */

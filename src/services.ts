@@ -75,7 +75,12 @@ export function createServices({ config, database, clock, signingKeys }: Service
   const credentials = new CredentialsService(db, clock, (clientId) => auth.forget(clientId), audit);
   const warehouses = new WarehousesService(db, clock, config.maxWarehousesPerMerchant);
   const tariffs = new TariffsService(db, clock, audit);
-  const travel = new GreatCircleModel();
+  const travel = new GreatCircleModel({
+    detourFactor: config.etaDetourFactor,
+    speedKmh: config.etaSpeedKmh,
+    expectedAssignSeconds: config.etaAssignSeconds,
+    handoverSeconds: config.etaHandoverSeconds,
+  });
   const transfers = new TransfersService(db, clock, {
     audit,
     travel,

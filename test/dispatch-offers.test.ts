@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { startDispatcher } from '../src/background/dispatcher.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
 import { iso, ManualClock } from '../src/lib/clock.ts';
 import type { AppError } from '../src/lib/errors.ts';
 import { createServices } from '../src/services.ts';
 import { type Courier, createTestApp, TEST_SIGNING_KEYS, type TestApp, UUID_RE } from './helpers/app.ts';
 import { paidTransfer, setup } from './helpers/flow.ts';
-import { STORES, type StoreName } from './helpers/stores.ts';
+import { adminQuery, postgresOnly, STORES, type StoreName } from './helpers/stores.ts';
+
+const SKIP_PG = postgresOnly('LISTEN reconnection');
 
 /** The flow's warehouse is at (0, 0); these couriers wait 0.16, 1.6 and 2.4 km from it (all within the first 3 km). */
 const NEAR = { lat: 0.001, lng: 0.001 };
@@ -231,6 +234,43 @@ for (const store of STORES) {
         assert.deepEqual(await offers(t, near), []);
       }));
 
+    test('a courier who released the job is never offered it again, and a courier at the job cap gets no offer', () =>
+      withApp(store, async (t) => {
+        const { m, w } = await setup(t, '5000');
+        const near = await t.courier('Near', NEAR);
+        const mid = await t.courier('Mid', MID);
+        const first = await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        const [offer] = await offers(t, near);
+        assert.equal((await answer(t, near, offer.id, 'accept')).statusCode, 200);
+        // Near holds a job (MAX_JOBS_PER_COURIER=1): a second payment goes to mid although near is nearer.
+        const second = await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        assert.deepEqual(await offers(t, near), []);
+        assert.equal((await offers(t, mid))[0].transferId, second.id);
+        assert.equal((await answer(t, mid, (await offers(t, mid))[0].id, 'accept')).statusCode, 200);
+        // Near gives the first job back: free again, but never offered that one again.
+        assert.equal((await t.as(near, { method: 'POST', url: `/courier/jobs/${first.id}/release` })).statusCode, 200);
+        for (let i = 0; i < 5; i++) await t.services.dispatch.runOnce();
+        assert.deepEqual(await offers(t, near), []);
+      }));
+
+    test('a courier going offline gives its open offer up at once (withdrawn, not a miss): the next courier gets it', () =>
+      withApp(store, async (t) => {
+        const { m, w } = await setup(t, '1000');
+        const near = await t.courier('Near', NEAR);
+        const mid = await t.courier('Mid', MID);
+        const tr = await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        assert.equal((await offers(t, near)).length, 1);
+        assert.equal((await t.as(near, { method: 'PUT', url: '/courier/status', payload: { online: false } })).statusCode, 200);
+        assert.deepEqual(await t.services.dispatch.runOnce(), { expired: 0, withdrawn: 1, offered: 1, widened: 0, setOffline: 0 });
+        assert.deepEqual(await offers(t, near), []);
+        assert.equal((await offers(t, mid))[0].transferId, tr.id);
+        const missed = await t.database.db.selectFrom('couriers').select('missed_offers').where('id', '=', near.courierId).executeTakeFirstOrThrow();
+        assert.equal(Number(missed.missed_offers), 0);
+      }));
+
     test('20 concurrent accepts and expiries on two instances: one outcome, at most one assignment and one event', () =>
       withApp(store, async (a) => {
         const b = await secondInstance(a);
@@ -408,5 +448,62 @@ for (const store of STORES) {
         await t.close();
       }
     });
+    test('the background dispatcher offers a payment on its own within a second; an open stream does not hold up the shutdown', async () => {
+      const t = await createTestApp(store);
+      const dispatcher = startDispatcher({ dispatch: t.services.dispatch, intervalMs: 60_000, log: { info() {}, error() {} } });
+      let closed = false;
+      try {
+        const { m, w } = await setup(t, '1000');
+        const c = await t.courier('Near', NEAR);
+        const base = await t.listen();
+        const res = await fetch(`${base}/courier/offers/stream`, { headers: { authorization: `Bearer ${await t.token(c)}` } });
+        const reader = res.body!.getReader();
+        const decoder = new TextDecoder();
+        let text = decoder.decode((await reader.read()).value);
+        const started = performance.now();
+        // Woken by the payment's commit, not by its 60 s interval.
+        const tr = await paidTransfer(t, m, w.id);
+        while (!text.includes('event: offer')) {
+          const chunk = await Promise.race([reader.read(), new Promise<never>((_, no) => setTimeout(() => no(new Error(`no offer in 1 s: ${text}`)), 1000))]);
+          if (chunk.done) break;
+          text += decoder.decode(chunk.value);
+        }
+        assert.ok(performance.now() - started < 1000);
+        assert.equal(JSON.parse(/data: (.+)\n/.exec(text)![1]).transferId, tr.id);
+        await dispatcher.stop();
+        const closing = performance.now();
+        await t.close();
+        closed = true;
+        assert.ok(performance.now() - closing < 3000, 'the stream ended with the server');
+        assert.equal((await reader.read()).done, true);
+      } finally {
+        await dispatcher.stop();
+        if (!closed) await t.close();
+      }
+    });
   });
 }
+
+describe('offer stream over PostgreSQL LISTEN/NOTIFY', () => {
+  test('a lost LISTEN connection is replaced: offers made after it are heard again', { skip: SKIP_PG }, () =>
+    withApp('postgres', async (t) => {
+      const { m, w } = await setup(t, '1000');
+      const c = await t.courier('Near', NEAR);
+      const heard: string[] = [];
+      const stop = await t.services.dispatch.subscribe(c.courierId, (id) => heard.push(id));
+      try {
+        const channel = t.database.notifications!.channel('offers');
+        const killed = await adminQuery(`select pg_terminate_backend(pid) as done from pg_stat_activity where query = 'listen "${channel}"'`);
+        assert.equal(killed.rows.length, 1, 'one LISTEN connection for this store');
+        await new Promise((r) => setTimeout(r, 1500)); // it reconnects after a second
+        await paidTransfer(t, m, w.id);
+        await t.services.dispatch.runOnce();
+        for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+        const [offer] = await offers(t, c);
+        assert.deepEqual(heard, [offer.id]);
+      } finally {
+        stop();
+      }
+    }),
+  );
+});

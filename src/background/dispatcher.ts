@@ -36,6 +36,8 @@ export function startDispatcher(opts: { dispatch: DispatchService; intervalMs: n
       running = opts.dispatch.runOnce();
       const pass = await running;
       if (pass.offered + pass.expired + pass.setOffline > 0) opts.log.info({ ...pass }, 'dispatch pass');
+      // A widened search looks again at once (a few passes reach the maximum radius; then nothing widens).
+      if (pass.widened > 0) again = true;
     } catch (err) {
       opts.log.error({ err }, 'dispatch pass failed; retrying at the next interval');
     } finally {

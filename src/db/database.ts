@@ -165,6 +165,10 @@ async function listenFor(opts: DatabaseOptions, channelName: string, onMessage: 
   let stopped = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
+  const reconnect = () => {
+    clearTimeout(retry);
+    if (!stopped) retry = setTimeout(() => void connect().catch(reconnect), 1000);
+  };
   const connect = async (): Promise<void> => {
     const c = new pg.Client({ connectionString: opts.url, connectionTimeoutMillis: 5_000 });
     c.on('notification', (n) => {
@@ -173,11 +177,16 @@ async function listenFor(opts: DatabaseOptions, channelName: string, onMessage: 
     c.on('error', (err) => {
       opts.onPoolError?.(err);
       c.end().catch(() => {});
-      if (!stopped && client === c) retry = setTimeout(() => void connect().catch(() => {}), 1000);
+      if (client === c) reconnect();
     });
     client = c;
-    await c.connect();
-    await c.query(`listen "${channelName}"`);
+    try {
+      await c.connect();
+      await c.query(`listen "${channelName}"`);
+    } catch (err) {
+      c.end().catch(() => {});
+      throw err;
+    }
   };
   await connect();
   return async () => {

@@ -72,22 +72,36 @@ export const offersRepository = {
       .execute();
   },
 
-  /** Open offers whose transfer no longer waits for a courier (taken from the job list, assigned by an operator, cancelled). */
+  /**
+   * Open offers whose transfer no longer waits for a courier (taken from the job list, assigned by an
+   * operator, cancelled), or whose courier went offline (the job passes on at once, and it is no miss).
+   */
   async withdrawStale(db: Db, now: number, transferId?: string): Promise<number> {
     let q = db
       .updateTable('offers')
       .set({ status: 'withdrawn', decided_at: now })
       .where('status', '=', 'open')
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('transfers')
-              .select('transfers.id')
-              .whereRef('transfers.id', '=', 'offers.transfer_id')
-              .where('transfers.state', '=', 'inProgress')
-              .where('transfers.courier_id', 'is', null),
+      .where(({ or, not, exists, selectFrom }) =>
+        or([
+          not(
+            exists(
+              selectFrom('transfers')
+                .select('transfers.id')
+                .whereRef('transfers.id', '=', 'offers.transfer_id')
+                .where('transfers.state', '=', 'inProgress')
+                .where('transfers.courier_id', 'is', null),
+            ),
           ),
-        ),
+          not(
+            exists(
+              selectFrom('couriers')
+                .select('couriers.id')
+                .whereRef('couriers.id', '=', 'offers.courier_id')
+                .where('couriers.online', '=', 1)
+                .where('couriers.status', '=', 'ACTIVE'),
+            ),
+          ),
+        ]),
       );
     if (transferId) q = q.where('transfer_id', '=', transferId);
     const r = await q.executeTakeFirst();

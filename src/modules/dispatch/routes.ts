@@ -13,6 +13,11 @@ export async function offerRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const security = [{ courierAuth: [] }];
   const AUTH: ErrorCodeList = AUTH_ERRORS;
+  // Open streams end when the server starts closing: they never go idle, so they would hold the close up.
+  const streams = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const end of streams) end();
+  });
 
   app.get(
     '/courier/offers',
@@ -89,14 +94,12 @@ export async function offerRoutes(fastify: FastifyInstance): Promise<void> {
         closed = true;
         clearInterval(heartbeat);
         unsubscribe();
+        streams.delete(end);
+        raw.end(); // the app reconnects (to another instance during a shutdown)
       };
+      streams.add(end);
       request.raw.on('close', end);
       raw.on('close', end);
-      // The server closing (graceful shutdown) ends the stream; the app reconnects elsewhere.
-      app.server.once('close', () => {
-        end();
-        raw.end();
-      });
     },
   );
 

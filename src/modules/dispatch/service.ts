@@ -209,6 +209,7 @@ export class DispatchService {
       waiting.map((t) => t.id),
     );
     const taken = new Set<string>();
+    const chosen: Array<{ transferId: string; courierId: string; metres: number; seconds: number }> = [];
     for (const t of waiting) {
       if (taken.size === free.length) break;
       const radiusKm = Math.min(this.#s.radiusKm * 2 ** t.dispatch_round, this.#s.maxRadiusKm);
@@ -230,8 +231,12 @@ export class DispatchService {
         continue;
       }
       taken.add(best.c.id);
-      if (await this.#offer(t.id, best.c.id, best.metres, now + best.seconds * 1000, now)) pass.offered++;
+      chosen.push({ transferId: t.id, courierId: best.c.id, metres: best.metres, seconds: best.seconds });
     }
+    // Each offer commits on its own (one refused by another instance's leaves the others), all at once:
+    // SQLite's group commit makes them one fsync, PostgreSQL spreads them over the pool.
+    const made = await Promise.all(chosen.map((o) => this.#offer(o.transferId, o.courierId, o.metres, now + o.seconds * 1000, now)));
+    pass.offered = made.filter(Boolean).length;
     return pass;
   }
 

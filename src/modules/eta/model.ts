@@ -16,6 +16,8 @@ export interface TravelTimeModel {
   readonly expectedAssignSeconds: number;
   /** Seconds at the pickup (finding the parcel, the code) and at the door. */
   readonly handoverSeconds: number;
+  /** Where a courier going from `from` to `to` is after `seconds` (the sandbox's simulated courier); optional. */
+  positionAfter?(from: Point, to: Point, seconds: number, product?: string): Point;
 }
 
 /** The model's values; documented in the README ("ETAs") and set with ETA_* variables. */

@@ -695,12 +695,11 @@ export class TransfersService {
    */
   async simulatedPosition(id: string): Promise<(Point & { at: number }) | undefined> {
     const row = await transfersRepository.findAny(this.#db, id);
-    if (!row || row.mode !== 'sandbox' || !this.#travel) return undefined;
+    const model = this.#travel;
+    if (row?.mode !== 'sandbox' || !model?.positionAfter) return undefined;
     const s = situation(row);
     const now = this.#clock.now();
     const since = (t: number | null | undefined) => Math.max(0, (now - (t ?? now)) / 1000);
-    const model = this.#travel as TravelTimeModel & { positionAfter?: (a: Point, b: Point, sec: number, p?: string) => Point };
-    if (!model.positionAfter) return undefined;
     if (row.state === 'courierAssigned') return { ...s.pickup, at: now };
     if (row.state === 'pickedUp') return { ...model.positionAfter(s.pickup, s.destination, since(row.picked_up_at), s.product), at: now };
     if (row.state === 'returning') return { ...model.positionAfter(s.destination, s.pickup, since(row.updated_at), s.product), at: now };
