@@ -1,4 +1,5 @@
 import type { Transaction } from 'kysely';
+import { prepared } from '../../db/prepared.ts';
 import type { DB, Db, TransferState, TransfersTable } from '../../db/types.ts';
 
 export type TransferRow = TransfersTable;
@@ -22,6 +23,14 @@ export interface TransferListFilter {
   limit: number;
 }
 
+// The reads behind GET /transfer/{id} and the first page of GET /transfer, compiled once.
+const findOne = prepared<[string, string], TransferRow>((db, arg) =>
+  db.selectFrom('transfers').selectAll().where('merchant_id', '=', arg(0)).where('id', '=', arg(1)),
+);
+const newest = prepared<[string, number], TransferRow>((db, arg) =>
+  db.selectFrom('transfers').selectAll().where('merchant_id', '=', arg(0)).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(arg(1)),
+);
+
 /** Merchant-facing queries are scoped to the merchant; the unscoped ones serve operators and the scheduler. */
 export const transfersRepository = {
   async insert(db: Db, row: TransferRow): Promise<void> {
@@ -29,7 +38,7 @@ export const transfersRepository = {
   },
 
   async find(db: Db, merchantId: string, id: string): Promise<TransferRow | undefined> {
-    return db.selectFrom('transfers').selectAll().where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
+    return findOne.first(db, merchantId, id);
   },
 
   /** Any merchant's transfer: for operators and the scheduler only. */
@@ -69,6 +78,7 @@ export const transfersRepository = {
 
   /** Newest first: (created_at, id) descending, so the keyset cursor is stable. */
   async list(db: Db, merchantId: string | undefined, f: TransferListFilter): Promise<TransferRow[]> {
+    if (merchantId !== undefined && Object.entries(f).every(([k, v]) => k === 'limit' || v === undefined)) return newest.rows(db, merchantId, f.limit);
     let q = db.selectFrom('transfers').selectAll();
     if (merchantId !== undefined) q = q.where('merchant_id', '=', merchantId);
     if (f.state) q = q.where('state', '=', f.state);

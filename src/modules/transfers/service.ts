@@ -8,6 +8,7 @@ import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
 import { formatMinor, minorToNumber, parseMajorAmount } from '../../lib/money.ts';
+import { storedJson } from '../../lib/stored-json.ts';
 import { eventsRepository } from '../events/repository.ts';
 import { type Event, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
@@ -660,7 +661,7 @@ function alreadyUsed(transferId: string): AppError {
 }
 
 export function toTransfer(row: TransferRow, trackingBase = ''): Transfer {
-  const d = JSON.parse(row.details) as TransferDetails;
+  const d = storedJson<TransferDetails>(row.details);
   return {
     id: row.id,
     state: row.state,
