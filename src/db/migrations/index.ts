@@ -7,6 +7,7 @@ import { webhooks } from './004_webhooks.ts';
 import { rateLimits } from './005_rate_limits.ts';
 import { accounts } from './006_accounts.ts';
 import { dashboard } from './007_dashboard.ts';
+import { unusedIndexes } from './011_unused_indexes.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 export function allMigrations(dialect: Dialect): Record<string, Migration> {
@@ -18,5 +19,6 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-23-005-rate-limits': rateLimits(),
     '2026-11-23-006-accounts': accounts(dialect),
     '2026-11-23-007-dashboard': dashboard(dialect),
+    '2026-11-25-011-unused-indexes': unusedIndexes(),
   };
 }
