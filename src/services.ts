@@ -72,6 +72,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
     assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
     sandboxStepSeconds: config.sandboxStepSeconds,
     publicBaseUrl: config.publicBaseUrl,
+    dialect: database.dialect,
   });
   return {
     auth,
