@@ -13,9 +13,14 @@ import { migrateToLatest, openDatabase } from '../src/db/database.ts';
 const [row = 'warehouse-list', secondsArg = '5', out = `/tmp/mds-${row}.cpuprofile`] = process.argv.slice(2);
 const KEYS = 'bench:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
 const dir = mkdtempSync(join(tmpdir(), 'mds-profile-'));
-const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'warn', TOKEN_SIGNING_KEYS: KEYS,
+const config = loadConfig({
+  NODE_ENV: 'production',
+  LOG_LEVEL: 'warn',
+  TOKEN_SIGNING_KEYS: KEYS,
   // As npm run bench: counted, never refused (a 429 is not the row's work).
-  MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000', DATABASE_URL: `sqlite:${join(dir, 'p.sqlite')}` });
+  MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000',
+  DATABASE_URL: `sqlite:${join(dir, 'p.sqlite')}`,
+});
 const database = openDatabase({ url: config.databaseUrl });
 await migrateToLatest(database);
 const app = await buildApp({ config, database, signingKeys: parseSigningKeys(KEYS) });
@@ -86,7 +91,9 @@ while (performance.now() < end) {
 const used = process.cpuUsage(cpu);
 const { profile } = await session.post('Profiler.stop');
 writeFileSync(out, JSON.stringify(profile));
-console.log(`${row}: ${n} requests, ${((used.user + used.system) / n).toFixed(0)} µs CPU each (inject, in process)${unexpected ? `, ${unexpected} NOT ${expected}` : ''}`);
+console.log(
+  `${row}: ${n} requests, ${((used.user + used.system) / n).toFixed(0)} µs CPU each (inject, in process)${unexpected ? `, ${unexpected} NOT ${expected}` : ''}`,
+);
 await app.close();
 await database.close();
 rmSync(dir, { recursive: true, force: true });
