@@ -46,3 +46,38 @@ export function prepared<Args extends unknown[], Row>(build: (db: Kysely<DB>, ar
     },
   };
 }
+
+type Table = keyof DB & string;
+// One compiled INSERT per database, table and set of columns present (the row's own keys, so a column
+// added later is never dropped): keyed by the adapter, then by "table returning? col,col,...".
+const inserts = new WeakMap<object, Map<string, { query: CompiledQuery; columns: string[] }>>();
+
+/**
+ * INSERT of one row (its defined keys are the columns), compiled once per shape and database; with
+ * `returning`, those columns of the inserted row come back. For the write hot paths (a transfer, its
+ * event and ledger entry, a quote), where building the statement cost more than SQLite running it.
+ */
+export async function insertRow<T extends Table>(db: Db, table: T, insert: object, returning?: string): Promise<Array<Record<string, unknown>>> {
+  const row = insert as Record<string, unknown>;
+  const columns = Object.keys(row).filter((k) => row[k] !== undefined);
+  const adapter = db.getExecutor().adapter;
+  let byShape = inserts.get(adapter);
+  if (!byShape) {
+    byShape = new Map();
+    inserts.set(adapter, byShape);
+  }
+  const shape = `${table} ${returning ?? ''} ${columns.join(',')}`;
+  let entry = byShape.get(shape);
+  if (!entry) {
+    const values = Object.fromEntries(columns.map((c, i) => [c, new Slot(i)]));
+    const base = (db as Kysely<any>).insertInto(table).values(values);
+    const query = (returning ? base.returning(returning) : base).compile();
+    if (query.parameters.length !== columns.length || query.parameters.some((p, i) => !(p instanceof Slot) || p.index !== i)) {
+      throw new Error(`insertRow(${table}): the compiled statement does not bind one value per column in order`);
+    }
+    entry = { query, columns };
+    byShape.set(shape, entry);
+  }
+  const { query } = entry;
+  return (await db.executeQuery<Record<string, unknown>>({ ...query, parameters: entry.columns.map((c) => row[c]) })).rows;
+}

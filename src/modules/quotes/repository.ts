@@ -1,3 +1,4 @@
+import { insertRow } from '../../db/prepared.ts';
 import type { Db, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
 
 export type QuoteRow = QuotesTable;
@@ -12,7 +13,7 @@ export type ConsumedQuote = QuoteRow & {
 
 export const quotesRepository = {
   async insert(db: Db, row: QuoteRow): Promise<void> {
-    await db.insertInto('quotes').values(row).execute();
+    await insertRow(db, 'quotes', row);
   },
 
   async find(db: Db, merchantId: string, id: string): Promise<QuoteRow | undefined> {

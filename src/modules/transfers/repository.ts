@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import { prepared } from '../../db/prepared.ts';
+import { insertRow, prepared } from '../../db/prepared.ts';
 import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
 import type { NewEvent } from '../events/repository.ts';
 
@@ -35,7 +35,7 @@ const newest = prepared<[string, number], TransferRow>((db, arg) =>
 /** Merchant-facing queries are scoped to the merchant; the unscoped ones serve operators and the scheduler. */
 export const transfersRepository = {
   async insert(db: Db, row: TransferRow): Promise<void> {
-    await db.insertInto('transfers').values(row).execute();
+    await insertRow(db, 'transfers', row);
   },
 
   /**
