@@ -7,7 +7,7 @@ import { retryChannel } from './lib/channels.ts';
 import { clockFromEnv } from './lib/clock.ts';
 import { logDestination } from './lib/log-output.ts';
 import { resolveSigningKeys } from './modules/auth/signing-keys.ts';
-import { Metrics, startMetricsServer } from './observability/metrics.ts';
+import type { Metrics } from './observability/metrics.ts';
 import { createServices, type Services } from './services.ts';
 
 /**
@@ -27,7 +27,7 @@ export interface Runtime {
   config: Config;
   database: Database;
   services: Services;
-  /** Present when opened with `metrics: true` (serve, worker). */
+  /** Present when opened with `metrics: true` (serve, worker) and METRICS_PORT or METRICS_TOKEN is set. */
   metrics: Metrics | undefined;
   /** Where pool errors and transaction retries are logged; `mds serve` points it at the app's logger. */
   log: Log;
@@ -91,7 +91,11 @@ export async function openRuntime(config: Config, opts: RuntimeOptions = {}): Pr
     clock: clockFromEnv(),
     signingKeys: opts.keys === 'at-start' ? resolveSigningKeys(config) : () => resolveSigningKeys(config),
   });
-  const metrics = opts.metrics ? new Metrics(database) : undefined;
+  // Counted only when something can read them (METRICS_PORT or METRICS_TOKEN): otherwise prom-client is not
+  // even loaded (about 100 modules, and a histogram update on every request for nobody).
+  const observability =
+    opts.metrics && (config.metricsPort !== undefined || config.metricsToken !== undefined) ? await import('./observability/metrics.ts') : undefined;
+  const metrics = observability ? new observability.Metrics(database) : undefined;
 
   let closing: Promise<void> | undefined;
   runtime = {
@@ -107,8 +111,8 @@ export async function openRuntime(config: Config, opts: RuntimeOptions = {}): Pr
       return background;
     },
     async serveMetrics() {
-      if (!metrics || config.metricsPort === undefined) return undefined;
-      const server = await startMetricsServer(metrics, config.metricsHost, config.metricsPort);
+      if (!metrics || !observability || config.metricsPort === undefined) return undefined;
+      const server = await observability.startMetricsServer(metrics, config.metricsHost, config.metricsPort);
       work.push({ stop: () => server.close() });
       return server.url;
     },

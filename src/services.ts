@@ -91,6 +91,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
     assignmentTimeoutMinutes: config.assignmentTimeoutMinutes,
     sandboxStepSeconds: config.sandboxStepSeconds,
     publicBaseUrl: config.publicBaseUrl,
+    dialect: database.dialect,
   });
   const couriers = new CouriersService({
     db,

@@ -88,3 +88,30 @@ test('one spelling: padding, a non-canonical last character, extra segments, emp
   assert.equal(signer.verifySync(`${h}..${s}`).ok, false);
   assert.equal(signer.verifySync('').ok, false);
 });
+
+test('a verified token is remembered by the whole token, and its time is checked again on every use', async () => {
+  const start = nowMs;
+  try {
+    const s = new TokenSigner([key], clock, 3600);
+    const token = await s.sign({ actor: 'merchant', subject: 'm9', clientId: 'cli_9' });
+    const ok = { ok: true, claims: { actor: 'merchant', subject: 'm9', clientId: 'cli_9' } };
+    assert.deepEqual(s.verifySync(token), ok);
+    assert.deepEqual(s.verifySync(token), ok, 'a second use (remembered)');
+    // One changed character anywhere is another token, verified from scratch.
+    const [h, p, sig] = token.split('.');
+    const flip = (part: string) => `${part.slice(0, -2)}${part.at(-2) === 'A' ? 'B' : 'A'}${part.at(-1)}`;
+    assert.deepEqual(s.verifySync(`${h}.${p}.${flip(sig)}`), { ok: false, reason: 'invalid' });
+    assert.deepEqual(s.verifySync(`${h}.${flip(p)}.${sig}`), { ok: false, reason: 'invalid' });
+    assert.deepEqual(s.verifySync(`${token} `), { ok: false, reason: 'invalid' });
+    // The clock jumps back 2 minutes: iat is then beyond the 60 s skew (expired), remembered or not.
+    nowMs = start - 120_000;
+    assert.deepEqual(s.verifySync(token), { ok: false, reason: 'expired' });
+    nowMs = start + 3_599_000;
+    assert.deepEqual(s.verifySync(token), ok, 'valid until its last second');
+    nowMs = start + 3_600_000;
+    assert.deepEqual(s.verifySync(token), { ok: false, reason: 'expired' }, 'expired at exp, though remembered');
+    assert.deepEqual(s.verifySync(token), { ok: false, reason: 'expired' });
+  } finally {
+    nowMs = start;
+  }
+});

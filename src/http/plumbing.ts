@@ -53,12 +53,18 @@ export function refuseUnreadableBody(request: FastifyRequest): void {
   }
 }
 
-/** How many times a header appears in the raw request (Node keeps only the first Authorization or Host). */
-function headerCount(request: FastifyRequest, name: string): number {
+/** How many times Authorization and Host appear in the raw request (Node keeps only the first of each), in one pass. */
+function authorizationAndHostCounts(request: FastifyRequest): { authorizations: number; hosts: number } {
   const raw = request.raw.rawHeaders;
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) n++;
-  return n;
+  let authorizations = 0;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length === 4) {
+      if (name.toLowerCase() === 'host') hosts++;
+    } else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++;
+  }
+  return { authorizations, hosts };
 }
 
 const headerProblem = (name: string, detail: string, message: string) =>
@@ -72,10 +78,10 @@ const headerProblem = (name: string, detail: string, message: string) =>
  * bare 400, which is why the server is built with requireHostHeader: false).
  */
 export function refuseAmbiguousHeaders(request: FastifyRequest): void {
-  if (headerCount(request, 'authorization') > 1) {
+  const { authorizations, hosts } = authorizationAndHostCounts(request);
+  if (authorizations > 1) {
     throw headerProblem('authorization', 'Send exactly one Authorization header', 'must appear at most once');
   }
-  const hosts = headerCount(request, 'host');
   if (hosts > 1) throw headerProblem('host', 'Send exactly one Host header', 'must appear at most once');
   if (hosts === 0 && request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1) {
     throw headerProblem('host', 'HTTP/1.1 requests must carry a Host header (RFC 9112 section 3.2)', 'is required');

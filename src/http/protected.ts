@@ -18,7 +18,17 @@ export function protect(app: FastifyInstance): void {
     request.principal = principal;
   });
 
-  app.addHook('preHandler', async (request, reply) => {
+  // The Idempotency-Key hooks only where they can act: on POST routes (route-level hooks, after the
+  // scope's own). A GET no longer runs two hooks that returned at once (promises and all, per request).
+  const idempotent = (hooks: unknown, hook: unknown) => (hooks === undefined ? [hook] : Array.isArray(hooks) ? [...hooks, hook] : [hooks, hook]);
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.includes('POST')) return;
+    route.preHandler = idempotent(route.preHandler, claimKey) as typeof route.preHandler;
+    route.onSend = idempotent(route.onSend, recordOutcome) as typeof route.onSend;
+  });
+
+  async function claimKey(request: FastifyRequest, reply: FastifyReply) {
     if (request.method !== 'POST') return;
     const key = request.headers['idempotency-key'];
     if (key === undefined) return;
@@ -39,9 +49,9 @@ export function protect(app: FastifyInstance): void {
       return reply.code(status).headers(headers).header('idempotent-replayed', 'true').send(body);
     }
     request.idempotencyKey = key;
-  });
+  }
 
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload) => {
+  async function recordOutcome(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const key = request.idempotencyKey;
     if (key === undefined) return payload;
     request.idempotencyKey = undefined;
@@ -67,7 +77,7 @@ export function protect(app: FastifyInstance): void {
       if (failed) app.services.idempotency.releaseLater(merchantId, key, (e) => request.log.warn({ err: e }, 'gave up releasing the Idempotency-Key'));
     }
     return payload;
-  });
+  }
 }
 
 /** Hooks for every courier route (their own scope): a courier's token only. */

@@ -53,5 +53,16 @@ export class ManualClock implements Clock {
   }
 }
 
+// Lists format the same instants again on every request (created/updated times): remembered, bounded.
+const isoStrings = new Map<number, string>();
+
 /** ISO 8601 UTC with milliseconds, e.g. 2026-11-21T10:00:00.000Z. */
-export const iso = (ms: number): string => new Date(ms).toISOString();
+export const iso = (ms: number): string => {
+  let text = isoStrings.get(ms);
+  if (text === undefined) {
+    text = new Date(ms).toISOString();
+    if (isoStrings.size >= 4096) isoStrings.delete(isoStrings.keys().next().value as number);
+    isoStrings.set(ms, text);
+  }
+  return text;
+};

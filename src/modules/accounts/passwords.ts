@@ -1,4 +1,5 @@
-import { hash, verify } from '@node-rs/argon2';
+// @node-rs/argon2 (a native addon) is loaded on the first password hashed or checked: an API-only process never pays for it.
+const argon2 = () => import('@node-rs/argon2');
 
 /**
  * Passwords: argon2id at OWASP's recommended minimum (m = 19 MiB, t = 2, p = 1), stored as PHC
@@ -10,8 +11,8 @@ export const ARGON2_OPTIONS = { algorithm: ARGON2ID, memoryCost: 19_456, timeCos
 export const MIN_PASSWORD_LENGTH = 12;
 export const MAX_PASSWORD_LENGTH = 256;
 
-export function hashPassword(password: string): Promise<string> {
-  return hash(password, ARGON2_OPTIONS);
+export async function hashPassword(password: string): Promise<string> {
+  return (await argon2()).hash(password, ARGON2_OPTIONS);
 }
 
 // A hash of a random password: verified against when an e-mail is unknown or has no password yet,
@@ -23,9 +24,11 @@ export async function verifyPassword(phc: string | null, password: string): Prom
   if (password.length > MAX_PASSWORD_LENGTH) return false;
   if (phc === null) {
     dummy ??= hashPassword(`dummy-${Math.random()}-password`);
+    const { verify } = await argon2();
     await verify(await dummy, password).catch(() => false);
     return false;
   }
+  const { verify } = await argon2();
   return verify(phc, password).catch(() => false);
 }
 

@@ -1,4 +1,5 @@
 import type { Transaction } from 'kysely';
+import { insertRow } from '../../db/prepared.ts';
 import type { DB, Db, EventsTable } from '../../db/types.ts';
 
 export type EventRow = Omit<EventsTable, 'position'> & { position: number };
@@ -12,7 +13,7 @@ export type NewEvent = Omit<EventsTable, 'position'>;
 export const eventsRepository = {
   /** Inserts the row and returns its global position. Takes a Transaction: an event apart from its change does not compile. */
   async insert(trx: Transaction<DB>, event: NewEvent): Promise<number> {
-    const { position } = await trx.insertInto('events').values(event).returning('position').executeTakeFirstOrThrow();
+    const [{ position }] = await insertRow(trx, 'events', event, 'position');
     return Number(position);
   },
 

@@ -1,3 +1,4 @@
+import { insertRow } from '../../db/prepared.ts';
 import type { Db, LedgerEntriesTable, MerchantsTable } from '../../db/types.ts';
 
 export type MerchantRow = MerchantsTable;
@@ -45,7 +46,7 @@ export const merchantsRepository = {
   },
 
   async insertLedgerEntry(db: Db, row: LedgerRow): Promise<void> {
-    await db.insertInto('ledger_entries').values(row).execute();
+    await insertRow(db, 'ledger_entries', row);
   },
 
   /** Newest first, keyset-paged by (created_at, id). */

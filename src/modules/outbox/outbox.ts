@@ -14,14 +14,34 @@ import { webhooksRepository } from '../webhooks/repository.ts';
  */
 export async function appendEvent(trx: Transaction<DB>, event: NewEvent): Promise<void> {
   const position = await eventsRepository.insert(trx, event);
-  await webhooksRepository.fanOut(trx, {
-    merchantId: event.merchant_id,
-    messageId: event.id,
-    type: event.type,
-    eventPosition: position,
-    payload: null,
-    at: event.occurred_at,
-  });
+  await webhooksRepository.fanOut(trx, message(event, position));
+  published(trx, event);
+}
+
+/**
+ * appendEvent in two parts, for a caller that inserts the event row itself within a larger statement
+ * (PostgreSQL's one-statement transfer): first the endpoints that take it, then, with the position the
+ * insert returned, their deliveries and the publication after commit. Same transaction, same outcome.
+ */
+export async function eventTargets(trx: Transaction<DB>, event: Pick<NewEvent, 'merchant_id' | 'type'>): Promise<string[]> {
+  return webhooksRepository.targets(trx, event.merchant_id, event.type);
+}
+
+export async function eventInserted(trx: Transaction<DB>, event: NewEvent, position: number, endpointIds: string[]): Promise<void> {
+  await webhooksRepository.deliver(trx, message(event, position), endpointIds);
+  published(trx, event);
+}
+
+const message = (event: NewEvent, position: number) => ({
+  merchantId: event.merchant_id,
+  messageId: event.id,
+  type: event.type,
+  eventPosition: position,
+  payload: null,
+  at: event.occurred_at,
+});
+
+function published(trx: Transaction<DB>, event: NewEvent): void {
   if (eventCommitted.hasSubscribers)
     afterCommit(trx, () => eventCommitted.publish({ type: event.type, merchantId: event.merchant_id } satisfies EventCommitted));
 }

@@ -1,5 +1,7 @@
-import type { Transaction } from 'kysely';
-import type { DB, Db, TransferState, TransfersTable } from '../../db/types.ts';
+import { sql, type Transaction } from 'kysely';
+import { insertRow, prepared } from '../../db/prepared.ts';
+import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
+import type { NewEvent } from '../events/repository.ts';
 
 export type TransferRow = TransfersTable;
 
@@ -39,14 +41,63 @@ export interface TransferListFilter {
   limit: number;
 }
 
+// The reads behind GET /transfer/{id} and the first page of GET /transfer, compiled once.
+const findOne = prepared<[string, string], TransferRow>((db, arg) =>
+  db.selectFrom('transfers').selectAll().where('merchant_id', '=', arg(0)).where('id', '=', arg(1)),
+);
+const newest = prepared<[string, number], TransferRow>((db, arg) =>
+  db.selectFrom('transfers').selectAll().where('merchant_id', '=', arg(0)).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(arg(1)),
+);
+
 /** Merchant-facing queries are scoped to the merchant; the unscoped ones serve operators and the scheduler. */
 export const transfersRepository = {
   async insert(db: Db, row: TransferRow): Promise<void> {
-    await db.insertInto('transfers').values(row).execute();
+    await insertRow(db, 'transfers', row);
+  },
+
+  /**
+   * PostgreSQL: the rest of a transfer's transaction after its quote was consumed, as ONE statement (one
+   * round trip): the debit (conditional, as adjustBalance), the transfer row, its event, and the ledger
+   * entry with the balance the debit returned. The merchant's balance row, the one row all its transfers
+   * share, is then locked for this statement and the COMMIT only. The inserts run whether or not the
+   * debit matched: `balance` null means it did not (insufficient), and the caller's refusal rolls it all
+   * back. `position` is the event's, for its webhook deliveries.
+   */
+  async insertDebitedOnPostgres(
+    trx: Transaction<DB>,
+    w: { transfer: TransferRow; event: NewEvent; delta: number; at: number; ledger?: Omit<LedgerEntriesTable, 'balance_after'> },
+  ): Promise<{ balance: number | null; position: number }> {
+    const { transfer, event, delta, at, ledger } = w;
+    let q = trx
+      .with('debit', (db) =>
+        db
+          .updateTable('merchants')
+          .set((eb) => ({ balance: eb('balance', '+', delta), updated_at: at }))
+          .where('id', '=', transfer.merchant_id)
+          .where((eb) => eb('balance', '+', delta), '>=', 0)
+          .where((eb) => eb('balance', '+', delta), '<=', Number.MAX_SAFE_INTEGER)
+          .returning('balance'),
+      )
+      .with('t', (db) => db.insertInto('transfers').values(transfer).returning('id'))
+      .with('e', (db) => db.insertInto('events').values(event).returning('position'));
+    if (ledger) {
+      // Typed casts: the values are selected (from the debit), not VALUES, so PostgreSQL cannot infer them from the columns.
+      q = q.with(
+        'l',
+        () =>
+          sql`(insert into ledger_entries (id, merchant_id, kind, amount, balance_after, transfer_id, note, created_at)
+          select ${ledger.id}::text, ${ledger.merchant_id}::text, ${ledger.kind}::text, ${ledger.amount}::bigint, debit.balance,
+                 ${ledger.transfer_id}::text, ${ledger.note}::text, ${ledger.created_at}::bigint from debit returning id)`,
+      ) as unknown as typeof q;
+    }
+    const row = await q
+      .selectNoFrom((eb) => [eb.selectFrom('debit').select('balance').as('balance'), eb.selectFrom('e').select('position').as('position')])
+      .executeTakeFirstOrThrow();
+    return { balance: row.balance === null ? null : Number(row.balance), position: Number(row.position) };
   },
 
   async find(db: Db, merchantId: string, id: string): Promise<TransferRow | undefined> {
-    return db.selectFrom('transfers').selectAll().where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
+    return findOne.first(db, merchantId, id);
   },
 
   /** Any merchant's transfer: for operators and the scheduler only. */
@@ -96,6 +147,7 @@ export const transfersRepository = {
 
   /** Newest first: (created_at, id) descending, so the keyset cursor is stable. */
   async list(db: Db, merchantId: string | undefined, f: TransferListFilter): Promise<TransferRow[]> {
+    if (merchantId !== undefined && Object.entries(f).every(([k, v]) => k === 'limit' || v === undefined)) return newest.rows(db, merchantId, f.limit);
     let q = db.selectFrom('transfers').selectAll();
     if (merchantId !== undefined) q = q.where('merchant_id', '=', merchantId);
     if (f.state) q = q.where('state', '=', f.state);

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { afterCommit, inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
-import { type ActorType, type DB, type Db, type MerchantMode, TRANSFER_STATES, type TransferState } from '../../db/types.ts';
+import { type ActorType, type DB, type Db, type Dialect, type MerchantMode, TRANSFER_STATES, type TransferState } from '../../db/types.ts';
 import { dispatchOutcome } from '../../lib/channels.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { csvRow, type ExportRange, exportRange } from '../../lib/csv.ts';
@@ -9,17 +9,17 @@ import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
 import { formatMinor, minorToNumber, parseMajorAmount } from '../../lib/money.ts';
+import { storedJson } from '../../lib/stored-json.ts';
 import { type AuditService, checkReason, type OperatorActor, actorId as operatorActorId } from '../audit/service.ts';
 import { type Estimates, transferEstimates } from '../eta/estimates.ts';
 import type { Point, TravelTimeModel } from '../eta/model.ts';
-import { eventsRepository } from '../events/repository.ts';
+import { eventsRepository, type NewEvent } from '../events/repository.ts';
 import { type Event, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
-import { appendEvent } from '../outbox/outbox.ts';
+import { appendEvent, eventInserted, eventTargets } from '../outbox/outbox.ts';
 import { type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
 import type { PricedProduct } from '../tariffs/pricing.ts';
-import { warehousesRepository } from '../warehouses/repository.ts';
 import {
   type DeliveryFailureReason,
   findTransition,
@@ -107,6 +107,8 @@ export interface TransfersOptions {
   courierAt?: (db: Db, courierId: string) => Promise<Point | undefined>;
   /** A scheduled pickup is offered to couriers this long before its window starts (they arrive within it). */
   dispatchLeadSeconds?: number;
+  /** PostgreSQL writes a transfer's critical section in one statement (transfersRepository.insertDebitedOnPostgres). */
+  dialect?: Dialect;
 }
 
 export interface TransferPage {
@@ -163,7 +165,7 @@ export class TransfersService {
     this.#db = db;
     this.#clock = clock;
     const { audit, ...rest } = opts;
-    this.#opts = { transferCode: newTransferCode, ...rest };
+    this.#opts = { transferCode: newTransferCode, dialect: 'sqlite', ...rest };
     this.#audit = audit;
     this.#travel = opts.travel;
     this.#courierAt = opts.courierAt ?? (async () => undefined);
@@ -193,9 +195,13 @@ export class TransfersService {
       this.#db,
       async (trx) => {
         const now = this.#clock.now();
+        const postgres = this.#opts.dialect === 'postgres';
+        // PostgreSQL: who takes the event is read first, before any row is locked.
+        const endpoints = postgres ? await eventTargets(trx, { merchant_id: merchantId, type: 'transfer.created' }) : [];
         // Consume first, in one conditional statement: that is what makes "at most once" hold under
         // concurrency, on any instance. A refusal below throws and the rollback makes it pending again.
-        const quote = await quotesRepository.consume(trx, merchantId, req.matchmakingId, now);
+        // The same statement reads the warehouse's status and the merchant's name, mode and balance.
+        const quote = await quotesRepository.consumeForTransfer(trx, merchantId, req.matchmakingId, now);
         if (!quote) throw await this.#whyNotConsumable(trx, merchantId, req.matchmakingId, now);
         const products = JSON.parse(quote.products) as Record<string, PricedProduct>;
         const product = Object.hasOwn(products, req.productKey) ? products[req.productKey] : undefined;
@@ -206,13 +212,10 @@ export class TransfersService {
         if (product.status !== 'AVAILABLE') {
           throw new AppError('PRODUCT_NOT_AVAILABLE', `Product "${req.productKey}" is not available for this quote (${product.unavailableReason})`);
         }
-        const warehouse = await warehousesRepository.find(trx, merchantId, quote.warehouse_id);
-        if (warehouse?.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
-        const merchant = await merchantsRepository.find(trx, merchantId);
+        if (quote.warehouse_status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
 
-        const transfer = this.#newTransfer(merchantId, merchant?.name ?? '', merchant?.mode ?? 'live', quote, req, product, now);
-        await transfersRepository.insert(trx, transfer);
-        await appendEvent(trx, {
+        const transfer = this.#newTransfer(merchantId, quote.merchant_name ?? '', quote.merchant_mode ?? 'live', quote, req, product, now);
+        const event: NewEvent = {
           id: newId(),
           merchant_id: merchantId,
           transfer_id: transfer.id,
@@ -229,32 +232,36 @@ export class TransfersService {
             ...estimateData(transfer.estimated_pickup_at ?? null, transfer.estimated_delivery_at ?? null),
           }),
           occurred_at: now,
-        });
-
-        // The balance row is the one row all of a merchant's transfers share: lock it last, so it is held
-        // for the debit, its ledger entry and the commit only.
+        };
         const price = product.payableMinor;
-        const balance = await merchantsRepository.adjustBalance(trx, merchantId, -price, now);
-        if (balance === undefined) {
-          const current = merchant?.balance ?? 0;
-          throw new AppError(
+        const ledger =
+          price > 0
+            ? { id: newId(), merchant_id: merchantId, kind: 'CHARGE' as const, amount: -price, transfer_id: transfer.id, note: null, created_at: now }
+            : undefined;
+        const insufficient = () => {
+          const current = quote.merchant_balance ?? 0;
+          return new AppError(
             'INSUFFICIENT_BALANCE',
             `The balance (${formatMinor(current)} ${quote.currency}) does not cover ${product.common.price.payable_amount} ${quote.currency}; top up and retry`,
             { extra: { balance: minorToNumber(current), required: minorToNumber(price), currency: quote.currency } },
           );
+        };
+
+        if (postgres) {
+          // One round trip for the debit, the transfer, its event and the ledger entry: the balance row is held
+          // for this statement and the commit (and the webhook deliveries' insert, if the merchant has endpoints).
+          const { balance, position } = await transfersRepository.insertDebitedOnPostgres(trx, { transfer, event, delta: -price, at: now, ledger });
+          if (balance === null) throw insufficient();
+          await eventInserted(trx, event, position, endpoints);
+          return transfer;
         }
-        if (price > 0) {
-          await merchantsRepository.insertLedgerEntry(trx, {
-            id: newId(),
-            merchant_id: merchantId,
-            kind: 'CHARGE',
-            amount: -price,
-            balance_after: balance,
-            transfer_id: transfer.id,
-            note: null,
-            created_at: now,
-          });
-        }
+        await transfersRepository.insert(trx, transfer);
+        await appendEvent(trx, event);
+        // The balance row is the one row all of a merchant's transfers share: lock it last, so it is held
+        // for the debit, its ledger entry and the commit only.
+        const balance = await merchantsRepository.adjustBalance(trx, merchantId, -price, now);
+        if (balance === undefined) throw insufficient();
+        if (ledger) await merchantsRepository.insertLedgerEntry(trx, { ...ledger, balance_after: balance });
         return transfer;
       },
       record && ((trx, row) => record(trx, this.#toTransfer(row))),
@@ -800,7 +807,7 @@ function alreadyUsed(transferId: string): AppError {
 }
 
 export function toTransfer(row: TransferRow, trackingBase = ''): Transfer {
-  const d = JSON.parse(row.details) as TransferDetails;
+  const d = storedJson<TransferDetails>(row.details);
   const terminal = TERMINAL_STATES.includes(row.state);
   return {
     id: row.id,

@@ -1,6 +1,16 @@
+import { prepared } from '../../db/prepared.ts';
 import type { Db, WarehousesTable } from '../../db/types.ts';
 
 export type WarehouseRow = WarehousesTable;
+
+// The reads behind GET /warehouses/{id} and GET /warehouses (a page, or everything), compiled once.
+const findOne = prepared<[string, string], WarehouseRow>((db, arg) =>
+  db.selectFrom('warehouses').selectAll().where('merchant_id', '=', arg(0)).where('id', '=', arg(1)),
+);
+const firstPage = prepared<[string, number], WarehouseRow>((db, arg) =>
+  db.selectFrom('warehouses').selectAll().where('merchant_id', '=', arg(0)).orderBy('id').limit(arg(1)),
+);
+const all = prepared<[string], WarehouseRow>((db, arg) => db.selectFrom('warehouses').selectAll().where('merchant_id', '=', arg(0)).orderBy('id'));
 
 /** Every query is scoped to the merchant: a row of another merchant is indistinguishable from a missing one. */
 export const warehousesRepository = {
@@ -9,10 +19,11 @@ export const warehousesRepository = {
   },
 
   async find(db: Db, merchantId: string, id: string): Promise<WarehouseRow | undefined> {
-    return db.selectFrom('warehouses').selectAll().where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
+    return findOne.first(db, merchantId, id);
   },
 
   async list(db: Db, merchantId: string, opts: { status?: string; afterId?: string; limit?: number }): Promise<WarehouseRow[]> {
+    if (!opts.status && !opts.afterId) return opts.limit === undefined ? all.rows(db, merchantId) : firstPage.rows(db, merchantId, opts.limit);
     let q = db.selectFrom('warehouses').selectAll().where('merchant_id', '=', merchantId);
     if (opts.status) q = q.where('status', '=', opts.status as WarehouseRow['status']);
     if (opts.afterId) q = q.where('id', '>', opts.afterId);

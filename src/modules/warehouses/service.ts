@@ -4,6 +4,7 @@ import type { DB } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { storedJson } from '../../lib/stored-json.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { type WarehouseRow, warehousesRepository } from './repository.ts';
 import type { Warehouse, WarehouseInput, WarehouseListQuery } from './schemas.ts';
@@ -101,7 +102,7 @@ export function toWarehouse(row: WarehouseRow): Warehouse {
     address: row.address,
     contactPhone: row.contact_phone,
     contactEmail: row.contact_email,
-    locationMetadata: JSON.parse(row.location_metadata),
+    locationMetadata: storedJson(row.location_metadata),
     location: { type: 'Point', coordinates: [row.lng, row.lat] },
     type: 'POINT',
     createdAt: iso(row.created_at),

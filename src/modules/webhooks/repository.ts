@@ -74,18 +74,29 @@ export const webhooksRepository = {
    * `only`: just this endpoint (tests, replays); `except`: every endpoint but this one.
    */
   async fanOut(trx: Transaction<DB>, m: OutgoingMessage, target: { only?: string; except?: string } = {}): Promise<number> {
-    let q = trx.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('merchant_id', '=', m.merchantId).where('status', '=', 'ENABLED');
+    const endpoints = await this.targets(trx, m.merchantId, m.type, target);
+    await this.deliver(trx, m, endpoints);
+    return endpoints.length;
+  },
+
+  /** The ids of the merchant's enabled endpoints that take this type of message (or the one `only` names). */
+  async targets(trx: Transaction<DB>, merchantId: string, type: string, target: { only?: string; except?: string } = {}): Promise<string[]> {
+    let q = trx.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('merchant_id', '=', merchantId).where('status', '=', 'ENABLED');
     if (target.only !== undefined) q = q.where('id', '=', target.only);
     if (target.except !== undefined) q = q.where('id', '!=', target.except);
-    const endpoints = (await q.execute()).filter((e) => target.only !== undefined || matches(e, m.type));
-    if (endpoints.length === 0) return 0;
+    return (await q.execute()).filter((e) => target.only !== undefined || matches(e, type)).map((e) => e.id);
+  },
+
+  /** One pending delivery of the message to each of these endpoints. */
+  async deliver(trx: Transaction<DB>, m: OutgoingMessage, endpointIds: string[]): Promise<void> {
+    if (endpointIds.length === 0) return;
     await trx
       .insertInto('webhook_deliveries')
       .values(
-        endpoints.map((e) => ({
+        endpointIds.map((endpointId) => ({
           id: newId(),
           merchant_id: m.merchantId,
-          endpoint_id: e.id,
+          endpoint_id: endpointId,
           message_id: m.messageId,
           event_type: m.type,
           event_position: m.eventPosition,
@@ -100,7 +111,6 @@ export const webhooksRepository = {
         })),
       )
       .execute();
-    return endpoints.length;
   },
 
   /** Replay: a new delivery to one endpoint for each of these events (the merchant's, read by the caller) that it takes. */
