@@ -91,7 +91,8 @@ for (const store of STORES) {
       const first = page.locator('table.deliveries tbody tr').first();
       assert.match((await first.textContent()) ?? '', /<img src=x onerror=alert\(1\)> Sokolova/);
       await page.getByLabel('Search').fill('79005551234');
-      await page.getByRole('button', { name: 'Show' }).click();
+      // The search is a new page: wait for it before counting its rows (count() does not wait).
+      await Promise.all([page.waitForURL(/79005551234/), page.getByRole('button', { name: 'Show' }).click()]);
       assert.equal(await page.locator('table.deliveries tbody tr').count(), 1);
 
       // Cancel with its refund, shown before confirming; the API balance goes up by it.
