@@ -6,12 +6,13 @@ import type { Browser, Page } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { ARTIFACTS, assertAccessible, browserSkip, launchChromium } from './helpers/browser.ts';
 import { quote, setup, transferBody } from './helpers/flow.ts';
+import { SCREENSHOTS } from './helpers/pages.ts';
 import { assertNothingPrivate } from './tracking.test.ts';
 
 /**
  * The tracking page in headless Chromium (Debian's chromium, as in docs-browser.test.ts): the timeline
  * shows, the page follows the transfer without a reload, nothing private, no console error, no request
- * to anyone but our server. Screenshots: artifacts/tracking-phone.png and artifacts/tracking-desktop.png.
+ * to anyone but our server. Screenshots: tracking-phone.png and tracking-desktop.png, in docs/screenshots/ with UPDATE_SCREENSHOTS=1.
  */
 
 const SKIP = browserSkip('tracking page');
@@ -88,12 +89,14 @@ describe('the tracking page in headless Chromium', { skip: SKIP }, () => {
     assert.equal(problems.navigations, 1, 'updated without a reload');
     assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'no horizontal scrolling on a phone');
 
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: resolve(ARTIFACTS, 'tracking-phone.png'), fullPage: true, caret: 'initial' });
+    // The README's pictures with UPDATE_SCREENSHOTS=1 (docs/screenshots/), artifacts/ otherwise (a run never dirties git).
+    const shots = process.env.UPDATE_SCREENSHOTS === '1' ? SCREENSHOTS : ARTIFACTS;
+    mkdirSync(shots, { recursive: true });
+    await page.screenshot({ path: resolve(shots, 'tracking-phone.png'), fullPage: true, caret: 'initial' });
     assertNothingPrivate(await page.content(), tr);
 
     const desktop = await open(`${base}${tr.trackingUrl}`, { width: 1280, height: 900 });
-    await desktop.page.screenshot({ path: resolve(ARTIFACTS, 'tracking-desktop.png'), fullPage: true, caret: 'initial' });
+    await desktop.page.screenshot({ path: resolve(shots, 'tracking-desktop.png'), fullPage: true, caret: 'initial' });
 
     // Delivered: the page shows it and stops refreshing.
     await t.as(m, { method: 'POST', url: `/sandbox/transfer/${tr.id}/advance`, payload: { to: 'delivered' } });

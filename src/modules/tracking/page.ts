@@ -38,15 +38,17 @@ function closeToNeighbour(times: string[]): boolean[] {
 
 function drawing(v: TrackingView): string {
   const { pickup, destination, courier } = v.map;
-  const dot = (p: { x: number; y: number }, fill: string, label: string, id: string) =>
-    `<g id="${id}"><circle cx="${p.x}" cy="${p.y}" r="3.2" fill="${fill}"/><text x="${p.x}" y="${p.y - 5}" font-size="5" text-anchor="middle" fill="#333">${esc(label)}</text></g>`;
+  // Place names above their dots, the courier's below its own: the courier stands on a place (the pickup,
+  // the door) at least twice a delivery, and the two names must not print over each other.
+  const dot = (p: { x: number; y: number }, fill: string, label: string, id: string, below = false) =>
+    `<g id="${id}"><circle cx="${p.x}" cy="${p.y}" r="3.2" fill="${fill}"/><text x="${p.x}" y="${below ? p.y + 9 : p.y - 5}" font-size="5" text-anchor="middle" fill="#333">${esc(label)}</text></g>`;
   // aria-live off: the courier's dot moving is not news to read out (the state and timeline are).
   return `<svg class="map" viewBox="0 0 100 100" role="img" aria-live="off" aria-label="Pickup, destination${courier ? ' and the courier' : ''}">
 <rect x="0" y="0" width="100" height="100" rx="4" fill="#eef3f7"/>
 <line x1="${pickup.x}" y1="${pickup.y}" x2="${destination.x}" y2="${destination.y}" stroke="#7a8b99" stroke-width="0.8" stroke-dasharray="2 2"/>
 ${dot(pickup, '#2b6cb0', v.pickup.city ? `From ${v.pickup.city}` : 'Pickup', 'map-pickup')}
 ${dot(destination, '#2f855a', v.destination.city ? `To ${v.destination.city}` : 'Destination', 'map-destination')}
-${courier ? dot(courier, '#c05621', v.courier ? v.courier.firstName : 'Courier', 'map-courier') : ''}
+${courier ? dot(courier, '#c05621', v.courier ? v.courier.firstName : 'Courier', 'map-courier', true) : ''}
 </svg>`;
 }
 
