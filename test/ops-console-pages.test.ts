@@ -210,7 +210,13 @@ describeEachStore(
       const [audit] = (await t.services.audit.search({ action: 'merchant.adjust', subjectId: m.merchantId })).items;
       assert.deepEqual(
         { who: audit.operator.label, reason: audit.reason, before: audit.before, after: audit.after, merchantId: audit.merchantId },
-        { who: 'Finance Person (finance)', reason: 'Mistaken top-up 17', before: { balance: '100.00' }, after: { balance: '59.75', amount: '-40.25' }, merchantId: m.merchantId },
+        {
+          who: 'Finance Person (finance)',
+          reason: 'Mistaken top-up 17',
+          before: { balance: '100.00' },
+          after: { balance: '59.75', amount: '-40.25' },
+          merchantId: m.merchantId,
+        },
       );
       // Down to exactly zero is allowed; a positive correction adds (admin may too).
       const admin = await as(t, 'admin');
