@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { describeEachStore, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
@@ -87,6 +87,49 @@ describeEachStore(
       );
       const text = await mds(t, 'balance', 'show', '--merchant', m.merchantId);
       assert.match(text.stdout, /^Payer: balance 109\.99 RUB$/m);
+    });
+
+    test('balance adjust: a signed correction with a reason, audited as cli; below zero is refused and changes nothing', async () => {
+      const t = ctx();
+      const m = await t.merchant('Corrected', '50');
+      const down = await mds(t, 'balance', 'adjust', '--merchant', m.merchantId, '--amount', '-12.50', '--reason', 'Mistaken top-up 9');
+      assert.equal(down.code, 0, down.stderr);
+      assert.equal(down.stdout.trim(), 'Adjusted by -12.50 RUB; balance is now 37.50 RUB');
+      const up = json(await mds(t, 'balance', 'adjust', '--merchant', m.merchantId, '--amount', '2.5', '--reason', 'Rounding', '--json'));
+      assert.deepEqual({ balance: up.merchant.balance, amount: up.amount }, { balance: '40.00', amount: '2.50' });
+      const tooMuch = await mds(t, 'balance', 'adjust', '--merchant', m.merchantId, '--amount', '-40.01', '--reason', 'Too much', '--json');
+      assert.equal(tooMuch.code, 1);
+      assert.deepEqual(JSON.parse(tooMuch.stdout), {
+        error: 'INSUFFICIENT_BALANCE',
+        message: 'An adjustment cannot take the balance below zero: it is 40.00',
+      });
+      const noReason = await mds(t, 'balance', 'adjust', '--merchant', m.merchantId, '--amount', '-1');
+      assert.equal(noReason.code, 2);
+      assert.match(noReason.stderr, /--reason/);
+      const show = json(await mds(t, 'balance', 'show', '--merchant', m.merchantId, '--json'));
+      assert.equal(show.ledgerSum, '40.00');
+      assert.deepEqual(
+        show.entries.map((e: { kind: string; amount: string; balanceAfter: string; note: string | null; createdBy: string | null }) => [
+          e.kind,
+          e.amount,
+          e.balanceAfter,
+          e.note,
+          e.createdBy,
+        ]),
+        [
+          ['TOP_UP', '50.00', '50.00', 'opening balance', null],
+          ['ADJUSTMENT', '-12.50', '37.50', 'Mistaken top-up 9', `cli (${userInfo().username})`],
+          ['ADJUSTMENT', '2.50', '40.00', 'Rounding', `cli (${userInfo().username})`],
+        ],
+      );
+      const audit = (await t.services.audit.search({ action: 'merchant.adjust', subjectId: m.merchantId })).items;
+      assert.deepEqual(
+        audit.map((a) => [a.operator.label, a.reason, a.before, a.after]),
+        [
+          [`cli (${userInfo().username})`, 'Rounding', { balance: '37.50' }, { balance: '40.00', amount: '2.50' }],
+          [`cli (${userInfo().username})`, 'Mistaken top-up 9', { balance: '50.00' }, { balance: '37.50', amount: '-12.50' }],
+        ],
+      );
     });
 
     test('transfers list, show, events, assign, advance and cancel: support moves any transfer, audited as operator events with the reason', async () => {

@@ -141,7 +141,7 @@ for (const store of STORES) {
       assertNoProblems(problems);
     });
 
-    test('support is refused a top-up (no form; a direct POST is 403); finance tops up and the ledger names them with the reason; no CSRF token, no change', {
+    test('support is refused a top-up (no form; a direct POST is 403); finance tops up and adjusts (below zero refused with a message), the ledger names them with the reason; no CSRF token, no change', {
       timeout: 120_000,
     }, async () => {
       const { t, base } = env;
@@ -178,6 +178,21 @@ for (const store of STORES) {
       assert.equal(await first.locator('td[data-label="Reason or transfer"]').textContent(), 'Bank transfer 2026-11-25');
       assert.equal((await t.as(m, { method: 'GET', url: '/balance' })).json().balance, 1270.5);
       await assertAccessible(f.page, 'merchant page with a top-up');
+      // Adjust: below zero is refused with a message and changes nothing; a correction that fits goes into the ledger.
+      await f.page.getByLabel(/^Correction/).fill('-2000');
+      await f.page.getByLabel('Reason for the adjustment (shown in the ledger)').fill('Mistaken top-up');
+      await f.page.getByRole('button', { name: 'Adjust' }).click();
+      await f.page.locator('#form-error').waitFor();
+      assert.equal((await f.page.locator('#form-error').textContent())?.trim(), 'An adjustment cannot take the balance below zero: it is 1270.50');
+      await assertAccessible(f.page, 'merchant page with a refused adjustment');
+      // The refusal's 422 is the answer this step asked for; nothing else may show up.
+      assert.deepEqual(f.problems.console.splice(0), ['Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)']);
+      await f.page.getByLabel(/^Correction/).fill('-270.50');
+      await f.page.getByLabel('Reason for the adjustment (shown in the ledger)').fill('Mistaken top-up');
+      await Promise.all([f.page.waitForURL(new RegExp(`/ops/merchants/${m.merchantId}$`)), f.page.getByRole('button', { name: 'Adjust' }).click()]);
+      assert.match((await f.page.locator('#balance').textContent()) ?? '', /1000\.00 RUB/);
+      assert.equal(await f.page.locator('#ledger tbody tr').first().locator('td[data-label="Entry"]').textContent(), 'Adjustment');
+      assert.equal((await t.as(m, { method: 'GET', url: '/balance' })).json().balance, 1000);
       assertNoProblems(s.problems);
       assertNoProblems(f.problems);
     });

@@ -163,6 +163,78 @@ describeEachStore(
       assert.deepEqual(entry.after, { balance: '260.50', amount: '250.50' });
     });
 
+    test('finance adjusts a balance by a signed amount with a reason (an ADJUSTMENT entry naming them); below zero, zero, bad input and support are refused and change nothing', async () => {
+      const t = ctx();
+      const m = await t.merchant('Adjust shop', '100');
+      const balanceOf = async () => (await t.as(m, { method: 'GET', url: '/balance' })).json();
+      const untouched = await balanceOf();
+      const support = await as(t, 'support');
+      const page = await support.get(`/ops/merchants/${m.merchantId}`);
+      assert.ok(!page.body.includes('/adjust'), 'support sees no adjust form');
+      const before = await auditCount(t);
+      const refused = await support.post(`/ops/merchants/${m.merchantId}/adjust`, { amount: '-10', reason: 'should not work' });
+      assert.equal(refused.statusCode, 403);
+
+      const finance = await as(t, 'finance');
+      const form = await finance.get(`/ops/merchants/${m.merchantId}`);
+      assert.match(form.body, /<h2 id="adjust-heading">Adjust<\/h2>/);
+      for (const [amount, message] of [
+        ['-150', 'An adjustment cannot take the balance below zero: it is 100.00'],
+        ['0', 'An adjustment must be a non-zero amount (negative to take money back)'],
+        ['-12.345', 'The amount must look like -12.50 or 1250 (at most two decimals; negative takes money back), got &quot;-12.345&quot;'],
+        ['--5', 'The amount must look like -12.50 or 1250 (at most two decimals; negative takes money back), got &quot;--5&quot;'],
+      ]) {
+        const bad = await finance.post(`/ops/merchants/${m.merchantId}/adjust`, { amount, reason: 'Mistaken top-up 17' });
+        assert.equal(bad.statusCode, 422, amount);
+        assert.equal(formError(bad.body), message);
+        assert.match(bad.body, /<h2 id="adjust-heading">Adjust<\/h2>/, 'the form is shown again');
+      }
+      const noReason = await finance.post(`/ops/merchants/${m.merchantId}/adjust`, { amount: '-10', reason: ' ' });
+      assert.equal(formError(noReason.body), 'Give a reason (at least 3 characters): it goes into the audit log');
+      assert.deepEqual(await balanceOf(), untouched, 'nothing changed');
+      assert.equal(await auditCount(t), before);
+
+      const ok = await finance.post(`/ops/merchants/${m.merchantId}/adjust`, { amount: '-40.25', reason: 'Mistaken top-up 17' });
+      assert.equal(ok.statusCode, 303);
+      const after = await balanceOf();
+      assert.equal(after.balance, 59.75);
+      assert.equal(after.entries.length, untouched.entries.length + 1);
+      const { id, createdAt, ...entry } = after.entries[0];
+      assert.deepEqual(entry, { kind: 'ADJUSTMENT', amount: -40.25, balanceAfter: 59.75, transferId: null, note: 'Mistaken top-up 17' });
+      assert.equal(createdAt, new Date(t.clock.now()).toISOString());
+      const shown = await finance.get(`/ops/merchants/${m.merchantId}`);
+      assert.match(
+        shown.body,
+        /<td data-label="Entry">Adjustment<\/td>\s*<td data-label="Amount" class="num">-40.25<\/td>\s*<td data-label="Balance after" class="num">59.75<\/td>\s*<td data-label="By">Finance Person \(finance\)<\/td>\s*<td data-label="Reason or transfer">Mistaken top-up 17<\/td>/,
+      );
+      const [audit] = (await t.services.audit.search({ action: 'merchant.adjust', subjectId: m.merchantId })).items;
+      assert.deepEqual(
+        { who: audit.operator.label, reason: audit.reason, before: audit.before, after: audit.after, merchantId: audit.merchantId },
+        {
+          who: 'Finance Person (finance)',
+          reason: 'Mistaken top-up 17',
+          before: { balance: '100.00' },
+          after: { balance: '59.75', amount: '-40.25' },
+          merchantId: m.merchantId,
+        },
+      );
+      // Down to exactly zero is allowed; a positive correction adds (admin may too).
+      const admin = await as(t, 'admin');
+      await admin.get(`/ops/merchants/${m.merchantId}`);
+      assert.equal((await admin.post(`/ops/merchants/${m.merchantId}/adjust`, { amount: '-59.75', reason: 'Closing the account' })).statusCode, 303);
+      assert.equal((await balanceOf()).balance, 0);
+      await admin.get(`/ops/merchants/${m.merchantId}`);
+      assert.equal((await admin.post(`/ops/merchants/${m.merchantId}/adjust`, { amount: '+5', reason: 'Goodwill correction' })).statusCode, 303);
+      const last = await balanceOf();
+      assert.deepEqual(
+        last.entries.slice(0, 2).map((e: { kind: string; amount: number; balanceAfter: number; note: string }) => [e.kind, e.amount, e.balanceAfter, e.note]),
+        [
+          ['ADJUSTMENT', 5, 5, 'Goodwill correction'],
+          ['ADJUSTMENT', -59.75, 0, 'Closing the account'],
+        ],
+      );
+    });
+
     test('roles are checked on the server for every action: a refused POST (with a valid CSRF token) is 403 and changes nothing', async () => {
       const t = ctx();
       const { m, w } = await setup(t);
@@ -177,6 +249,7 @@ describeEachStore(
         { path: `/ops/transfers/${tr.id}/unlock`, fields: { reason: 'roles test' }, allowed: ['support', 'admin'] },
         { path: `/ops/transfers/${tr.id}/assign`, fields: { courier: courier.courierId, reason: 'roles test' }, allowed: ['support', 'admin'] },
         { path: `/ops/merchants/${m.merchantId}/top-up`, fields: { amount: '1', reason: 'roles test' }, allowed: ['finance', 'admin'] },
+        { path: `/ops/merchants/${m.merchantId}/adjust`, fields: { amount: '-1', reason: 'roles test' }, allowed: ['finance', 'admin'] },
         { path: '/ops/merchants', fields: { name: 'Roles shop', mode: 'live' }, allowed: ['admin'] },
         { path: `/ops/merchants/${m.merchantId}/credentials/issue`, fields: { reason: 'roles test' }, allowed: ['admin'] },
         { path: `/ops/merchants/${m.merchantId}/credentials/revoke`, fields: { clientId: m.clientId, reason: 'roles test' }, allowed: ['admin'] },

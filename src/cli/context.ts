@@ -6,7 +6,7 @@ import pino from 'pino';
 import { type Config, loadConfig, redactUrl } from '../config.ts';
 import { dialectOf, sqlitePath } from '../db/database.ts';
 import { TRANSFER_STATES } from '../db/types.ts';
-import { parseMajorAmount } from '../lib/money.ts';
+import { parseMajorAmount, parseSignedMajorAmount } from '../lib/money.ts';
 import type { OperatorActor } from '../modules/audit/service.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 
@@ -100,6 +100,15 @@ export function announceDatabase(config: Config): void {
 export function text(value: string): string {
   if (value.trim() === '') throw new InvalidArgumentError('it must not be blank');
   return value.trim();
+}
+
+/** A signed amount in major units ("-12.50" or "12.50") as minor units: a correction. */
+export function signedAmount(value: string): number {
+  try {
+    return parseSignedMajorAmount(value);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
 }
 
 /** An amount in major units ("1250" or "1250.50") as minor units. */

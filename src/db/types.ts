@@ -28,7 +28,7 @@ export interface CredentialsTable {
 export interface LedgerEntriesTable {
   id: string;
   merchant_id: string;
-  kind: 'TOP_UP' | 'CHARGE' | 'REFUND';
+  kind: 'TOP_UP' | 'CHARGE' | 'REFUND' | 'ADJUSTMENT';
   amount: number; // signed: a charge is negative
   balance_after: number;
   transfer_id: string | null;

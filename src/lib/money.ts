@@ -51,3 +51,13 @@ export function parseMajorAmount(text: string): number {
   if (!m) throw new RangeError(`amount must look like 1250 or 1250.50 (at most two decimals), got "${text}"`);
   return Number(BigInt(m[1]) * MINOR_PER_MAJOR + BigInt((m[2] ?? '').padEnd(2, '0')));
 }
+
+/** Operator input for a correction: "-12.50", "+12.50" or "12.50" -> signed minor units (same rules as parseMajorAmount). */
+export function parseSignedMajorAmount(text: string): number {
+  const t = text.trim();
+  if (!/^[-+]?(0|[1-9]\d*)(?:\.\d{1,2})?$/.test(t)) {
+    throw new RangeError(`amount must look like -12.50 or 1250 (at most two decimals; negative takes money back), got "${text}"`);
+  }
+  const minor = parseMajorAmount(t.replace(/^[-+]/, ''));
+  return t.startsWith('-') && minor !== 0 ? -minor : minor;
+}

@@ -7,8 +7,9 @@ export const LedgerEntry = component(
   Type.Object(
     {
       id: Uuid(),
-      kind: StringEnum(['TOP_UP', 'CHARGE', 'REFUND'], {
-        description: 'TOP_UP (by the operator), CHARGE (a paid transfer), REFUND (a cancellation or return)',
+      kind: StringEnum(['TOP_UP', 'CHARGE', 'REFUND', 'ADJUSTMENT'], {
+        description:
+          "TOP_UP (by the operator), CHARGE (a paid transfer), REFUND (a cancellation or return), ADJUSTMENT (an operator's signed correction, e.g. taking back a mistaken top-up; the note says why)",
       }),
       amount: Type.Number({ description: 'Signed, major units: a charge is negative' }),
       balanceAfter: Type.Number({ description: 'The balance right after this entry, major units' }),

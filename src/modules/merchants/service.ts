@@ -30,7 +30,7 @@ export interface LedgerEntryView {
   balanceAfterMinor: number;
   transferId: string | null;
   note: string | null;
-  /** The operator who made it (top-ups), as "Name (role)" or "cli (user)"; null for charges and refunds. */
+  /** The operator who made it (top-ups, adjustments), as "Name (role)" or "cli (user)"; null for charges and refunds. */
   createdBy: string | null;
   createdAt: string;
 }
@@ -138,6 +138,44 @@ export class MerchantsService {
           after: { balance: formatMinor(row.balance), amount: formatMinor(amountMinor) },
         });
       return this.#view(row);
+    });
+  }
+
+  /**
+   * Finance's correction (e.g. taking back a mistaken top-up): an ADJUSTMENT ledger entry of a signed,
+   * non-zero amount naming the operator, with the reason as its note, audited in the same transaction.
+   * It never takes the balance below zero: the conditional UPDATE checks and writes in one statement, so
+   * concurrent charges cannot race it there; refused, nothing changes.
+   */
+  async adjust(merchantId: string, signedAmountMinor: number, reason: string | undefined, by: OperatorActor): Promise<MerchantView> {
+    if (!Number.isSafeInteger(signedAmountMinor) || signedAmountMinor === 0) {
+      throw new AppError('VALIDATION_FAILED', 'An adjustment must be a non-zero amount (negative to take money back)');
+    }
+    const note = checkReason(reason);
+    return inTransaction(this.#db, async (trx) => {
+      const row = await this.#require(trx, merchantId);
+      const now = this.#clock.now();
+      const balance = await merchantsRepository.adjustBalance(trx, merchantId, signedAmountMinor, now);
+      if (balance === undefined) {
+        if (signedAmountMinor < 0) {
+          const now = (await this.#require(trx, merchantId)).balance; // the latest, not the possibly stale first read
+          throw new AppError('INSUFFICIENT_BALANCE', `An adjustment cannot take the balance below zero: it is ${formatMinor(now)}`);
+        }
+        throw new AppError('VALIDATION_FAILED', 'The balance would exceed the largest amount the service can hold exactly');
+      }
+      // The balance before is read from the one atomic write, not the earlier read another writer may have moved.
+      const before = balance - signedAmountMinor;
+      await this.#entry(trx, merchantId, 'ADJUSTMENT', signedAmountMinor, balance, note, now, by);
+      await this.#audit.record(trx, by, {
+        action: 'merchant.adjust',
+        subjectType: 'merchant',
+        subjectId: merchantId,
+        merchantId,
+        reason: note,
+        before: { balance: formatMinor(before) },
+        after: { balance: formatMinor(balance), amount: formatMinor(signedAmountMinor) },
+      });
+      return this.#view({ ...row, balance, updated_at: now });
     });
   }
 
@@ -258,18 +296,31 @@ export class MerchantsService {
     const balance = await merchantsRepository.adjustBalance(trx, merchantId, amountMinor, now);
     // The merchant exists (the caller checked or just created it): only the upper bound can refuse a credit.
     if (balance === undefined) throw new AppError('VALIDATION_FAILED', 'The balance would exceed the largest amount the service can hold exactly');
+    await this.#entry(trx, merchantId, 'TOP_UP', amountMinor, balance, note, now, by);
+    return balance;
+  }
+
+  async #entry(
+    trx: Db,
+    merchantId: string,
+    kind: 'TOP_UP' | 'ADJUSTMENT',
+    amountMinor: number,
+    balanceAfter: number,
+    note: string | null,
+    now: number,
+    by?: OperatorActor,
+  ): Promise<void> {
     await merchantsRepository.insertLedgerEntry(trx, {
       id: newId(),
       merchant_id: merchantId,
-      kind: 'TOP_UP',
+      kind,
       amount: amountMinor,
-      balance_after: balance,
+      balance_after: balanceAfter,
       transfer_id: null,
       note,
       created_at: now,
       created_by: by ? actorLabel(by) : null,
     });
-    return balance;
   }
 
   async #require(db: Db, merchantId: string): Promise<MerchantRow> {

@@ -48,7 +48,7 @@ export const CANCELLATION_REASON_LABELS: Record<string, string> = {
   OPERATOR: 'Cancelled by support',
 };
 
-export const LEDGER_KIND_LABELS: Record<string, string> = { TOP_UP: 'Top-up', CHARGE: 'Delivery charge', REFUND: 'Refund' };
+export const LEDGER_KIND_LABELS: Record<string, string> = { TOP_UP: 'Top-up', CHARGE: 'Delivery charge', REFUND: 'Refund', ADJUSTMENT: 'Adjustment' };
 
 /** A time as the pages show it: a <time> element's attributes and its text in UTC (dashboard.js turns it into the viewer's zone). */
 export interface TimeView {

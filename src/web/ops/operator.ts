@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors.ts';
-import { parseMajorAmount } from '../../lib/money.ts';
+import { parseMajorAmount, parseSignedMajorAmount } from '../../lib/money.ts';
 import type { Person } from '../../modules/accounts/service.ts';
 import type { OperatorActor, OperatorRole } from '../../modules/audit/service.ts';
 
@@ -37,6 +37,15 @@ export const may = (request: FastifyRequest, roles: readonly OperatorRole[]): bo
 export function amountField(text: string): number {
   try {
     return parseMajorAmount(text);
+  } catch (err) {
+    throw new AppError('VALIDATION_FAILED', `The amount ${(err as Error).message.replace(/^amount /, '')}`);
+  }
+}
+
+/** A form's signed amount ("-12.50" takes money back, "12.50" adds) as minor units; a readable refusal otherwise. */
+export function signedAmountField(text: string): number {
+  try {
+    return parseSignedMajorAmount(text);
   } catch (err) {
     throw new AppError('VALIDATION_FAILED', `The amount ${(err as Error).message.replace(/^amount /, '')}`);
   }

@@ -1018,10 +1018,10 @@ export interface components {
             /** Format: uuid */
             id: string;
             /**
-             * @description TOP_UP (by the operator), CHARGE (a paid transfer), REFUND (a cancellation or return)
+             * @description TOP_UP (by the operator), CHARGE (a paid transfer), REFUND (a cancellation or return), ADJUSTMENT (an operator's signed correction, e.g. taking back a mistaken top-up; the note says why)
              * @enum {string}
              */
-            kind: "TOP_UP" | "CHARGE" | "REFUND";
+            kind: "TOP_UP" | "CHARGE" | "REFUND" | "ADJUSTMENT";
             /** @description Signed, major units: a charge is negative */
             amount: number;
             /** @description The balance right after this entry, major units */

@@ -4,11 +4,11 @@ import { LEDGER_KIND_LABELS, money, refusalMessage, type TimeView, timeView } fr
 import { baseUrlOf, field, queryParam } from '../../forms.ts';
 import { redirectWithFlash, render } from '../../render.ts';
 import { requirePerson } from '../../session.ts';
-import { actorOf, amountField, CAN, may } from '../operator.ts';
+import { actorOf, amountField, CAN, may, signedAmountField } from '../operator.ts';
 
 /**
  * Merchants: list and search; create (live or sandbox; the client secret shown once); a merchant's
- * page with its balance and ledger (who topped up and why), top-up (finance), its users, its
+ * page with its balance and ledger (who topped up and why), top-up and adjust (finance), its users, its
  * credentials (revoke, issue), disable (revoke every credential), and "view as merchant" (read-only).
  */
 
@@ -160,6 +160,18 @@ export async function opsMerchantsPages(app: FastifyInstance): Promise<void> {
       const amount = amountField(field(request, 'amount', { max: 30 }));
       const m = await s.merchants.topUp(id, amount, field(request, 'reason', { max: 600 }), actorOf(request));
       return redirectWithFlash(reply, `/ops/merchants/${id}`, `Topped up: the balance is now ${money(m.balance, m.currency)}.`);
+    } catch (err) {
+      return merchantPage(request, reply, id, refusalMessage(err), 422);
+    }
+  });
+
+  // A correction, signed (negative takes money back); the service refuses one that would go below zero.
+  app.post<{ Params: { id: string } }>('/:id/adjust', { preHandler: requirePerson('operator', CAN.finance) }, async (request, reply) => {
+    const id = request.params.id;
+    try {
+      const amount = signedAmountField(field(request, 'amount', { max: 30 }));
+      const m = await s.merchants.adjust(id, amount, field(request, 'reason', { max: 600 }), actorOf(request));
+      return redirectWithFlash(reply, `/ops/merchants/${id}`, `Adjusted: the balance is now ${money(m.balance, m.currency)}.`);
     } catch (err) {
       return merchantPage(request, reply, id, refusalMessage(err), 422);
     }
