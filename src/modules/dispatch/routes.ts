@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { AUTH_ERRORS, type ErrorCodeList, errorResponses, json } from '../../lib/schemas.ts';
+import { AUTH_ERRORS, BODY_ERRORS, type ErrorCodeList, errorResponses, json } from '../../lib/schemas.ts';
 import { CURRENT_JOB_EXAMPLE, CurrentJob } from '../couriers/schemas.ts';
 import { OFFER_EXAMPLE, Offer, OfferParams } from './schemas.ts';
 
@@ -116,7 +116,7 @@ export async function offerRoutes(fastify: FastifyInstance): Promise<void> {
         params: OfferParams,
         response: {
           200: json(CurrentJob, 'The job, now yours', CURRENT_JOB_EXAMPLE),
-          ...errorResponses(['VALIDATION_FAILED', ...AUTH, 'OFFER_NOT_FOUND', 'OFFER_EXPIRED', 'TOO_MANY_JOBS', 'COURIER_OFFLINE', 'JOB_LOCKED']),
+          ...errorResponses([...BODY_ERRORS, ...AUTH, 'OFFER_NOT_FOUND', 'OFFER_EXPIRED', 'TOO_MANY_JOBS', 'COURIER_OFFLINE', 'JOB_LOCKED']),
         },
       },
     },
@@ -136,7 +136,7 @@ export async function offerRoutes(fastify: FastifyInstance): Promise<void> {
         params: OfferParams,
         response: {
           200: json(Offer, 'The offer, now declined', { ...OFFER_EXAMPLE, status: 'declined' }),
-          ...errorResponses(['VALIDATION_FAILED', ...AUTH, 'OFFER_NOT_FOUND', 'OFFER_EXPIRED']),
+          ...errorResponses([...BODY_ERRORS, ...AUTH, 'OFFER_NOT_FOUND', 'OFFER_EXPIRED']),
         },
       },
     },

@@ -11769,6 +11769,42 @@ export interface operations {
                     };
                 };
             };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
+            413: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
+            415: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
@@ -12062,6 +12098,42 @@ export interface operations {
                          * @enum {string}
                          */
                         type?: "OFFER_EXPIRED";
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
+            413: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
+            415: {
+                headers: {
+                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
+                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
+                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "UNSUPPORTED_MEDIA_TYPE";
                     };
                 };
             };
