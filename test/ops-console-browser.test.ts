@@ -72,6 +72,8 @@ for (const store of STORES) {
       await assertAccessible(page, 'recovery codes');
       await Promise.all([page.waitForURL(/\/ops\/transfers$/), page.getByRole('link', { name: 'Continue to the console' }).click()]);
 
+      // An online courier, so the transfer page offers Assign (checked by axe and pictured).
+      await t.courier('Olga Smirnova', { lat: 55.7558, lng: 37.6173 });
       // Find it by tracking code and cancel it with a reason.
       await page.getByLabel('Search').fill(tr.trackingCode);
       await Promise.all([page.waitForURL(/q=/), page.getByRole('button', { name: 'Search' }).click()]);
