@@ -11,6 +11,7 @@ import { operatorConsole } from './008_operator_console.ts';
 import { dispatch } from './009_dispatch.ts';
 import { courierApp } from './010_courier_app.ts';
 import { unusedIndexes } from './011_unused_indexes.ts';
+import { eventActorNames } from './013_event_actor_names.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 export function allMigrations(dialect: Dialect): Record<string, Migration> {
@@ -26,5 +27,6 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-25-009-dispatch': dispatch(dialect),
     '2026-11-25-010-courier-app': courierApp(),
     '2026-11-25-011-unused-indexes': unusedIndexes(),
+    '2026-11-25-013-event-actor-names': eventActorNames(),
   };
 }
