@@ -21,12 +21,15 @@ const eventProperties = {
     {
       type: StringEnum(['merchant', 'courier', 'operator', 'system'], { description: 'Who made the change' }),
       id: Type.Optional(
-        Type.String({ description: "Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system" }),
+        Type.String({
+          description:
+            "Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system",
+        }),
       ),
       name: Type.Optional(
         Type.String({
           description:
-            "Events caused by people: a courier's first name (never more), an operator's display name (\"cli (<machine user>)\" for the command line). Absent for merchants, the system and events written before names were kept",
+            'Events caused by people: a courier\'s first name (never more), an operator\'s display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept',
         }),
       ),
     },
