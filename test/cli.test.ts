@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { cliActor } from '../src/cli/context.ts';
 import { describeEachStore, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
 import { BIN, type CliResult, mds, run } from './helpers/cli.ts';
 import { paidTransfer, setup, WAREHOUSE_META } from './helpers/flow.ts';
@@ -153,10 +154,12 @@ describeEachStore(
       const assigned = await mds(t, 'transfers', 'assign', tr.id, '--courier', courier.courierId, '--reason', 'regular courier of this shop');
       assert.equal(assigned.stdout.trim(), `Transfer ${tr.id} is now courierAssigned (courier Ivan)`);
       const [assignedEvent] = (await t.services.transfers.events(undefined, tr.id)).filter((e) => e.type === 'transfer.courier_assigned');
+      const user = (cliActor() as { machineUser: string }).machineUser;
       assert.deepEqual(
         { actor: assignedEvent.actor, data: assignedEvent.data },
         {
-          actor: { type: 'operator' },
+          // The CLI's changes name it with the machine user running it; the courier is in data.
+          actor: { type: 'operator', id: `cli:${user}`, name: `cli (${user})` },
           data: {
             previousState: 'inProgress',
             courier: { firstName: 'Ivan' },

@@ -80,16 +80,18 @@ describeEachStore(
       assert.deepEqual([final.state, final.refundedAmount, final.courier], ['delivered', 0, { firstName: 'Ivan' }]);
       const events = (await t.as(m, { method: 'GET', url: `/transfer/${tr.id}/events` })).json();
       assert.deepEqual(
-        events.map((e: { type: string; actor: { type: string }; sequence: number }) => [e.sequence, e.type, e.actor.type]),
+        events.map((e: { type: string; actor: unknown; sequence: number }) => [e.sequence, e.type, e.actor]),
         [
-          [1, 'quote.created', 'merchant'],
-          [2, 'transfer.created', 'merchant'],
-          [3, 'transfer.courier_assigned', 'courier'],
-          [4, 'transfer.picked_up', 'courier'],
-          [5, 'transfer.delivered', 'courier'],
+          [1, 'quote.created', { type: 'merchant' }],
+          [2, 'transfer.created', { type: 'merchant' }],
+          [3, 'transfer.courier_assigned', { type: 'courier', id: c.courierId, name: 'Ivan' }],
+          [4, 'transfer.picked_up', { type: 'courier', id: c.courierId, name: 'Ivan' }],
+          [5, 'transfer.delivered', { type: 'courier', id: c.courierId, name: 'Ivan' }],
         ],
       );
-      assert.equal(JSON.stringify(events).includes(c.courierId), false, "merchants never see the courier's id");
+      assert.equal(JSON.stringify(events).includes('Petrov'), false, "merchants never see the courier's last name");
+      const withoutActors = events.map(({ actor: _, ...rest }: { actor: unknown }) => rest);
+      assert.equal(JSON.stringify(withoutActors).includes(c.courierId), false, "the courier's id is only the actor of its own moves");
     });
 
     test('a failed delivery ends returned: the merchant is refunded the price less the return fee', async () => {

@@ -209,7 +209,7 @@ for (const store of STORES) {
         assert.deepEqual(transfer.courier, { firstName: 'Ivan' });
         const events = await assignedEvents(t, tr.id);
         assert.equal(events.length, 1);
-        assert.deepEqual(events[0].actor, { type: 'courier' });
+        assert.deepEqual(events[0].actor, { type: 'courier', id: c.courierId, name: 'Ivan' });
         await t.services.dispatch.runOnce();
         assert.deepEqual(await offers(t, other), []);
         // Someone else's offer id answers like a missing one.
@@ -391,7 +391,7 @@ for (const store of STORES) {
         assert.deepEqual(
           { actor: event.actor, data: event.data },
           {
-            actor: { type: 'operator' },
+            actor: { type: 'operator', id: 'cli:test', name: 'cli (test)' },
             data: {
               previousState: 'inProgress',
               courier: { firstName: 'Olga' },

@@ -38,6 +38,7 @@ async function writeEvents(access: StoreAccess, merchantId: string, count: numbe
           state: 'inProgress',
           actor_type: 'system',
           actor_id: null,
+          actor_name: null,
           data: JSON.stringify({ n: s }),
           occurred_at: Date.now(),
         });

@@ -173,6 +173,8 @@ export interface EventsTable {
   state: TransferState | null;
   actor_type: ActorType;
   actor_id: string | null;
+  /** The person's name when the event was written (a courier's first name, an operator's display name); null otherwise and on older rows. */
+  actor_name: string | null;
   data: string; // JSON
   occurred_at: number;
 }

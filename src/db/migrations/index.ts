@@ -12,6 +12,7 @@ import { dispatch } from './009_dispatch.ts';
 import { courierApp } from './010_courier_app.ts';
 import { unusedIndexes } from './011_unused_indexes.ts';
 import { ledgerAdjustments } from './012_ledger_adjustments.ts';
+import { eventActorNames } from './013_event_actor_names.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 export function allMigrations(dialect: Dialect): Record<string, Migration> {
@@ -28,5 +29,6 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-25-010-courier-app': courierApp(),
     '2026-11-25-011-unused-indexes': unusedIndexes(),
     '2026-11-25-012-ledger-adjustments': ledgerAdjustments(dialect),
+    '2026-11-25-013-event-actor-names': eventActorNames(),
   };
 }

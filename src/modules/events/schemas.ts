@@ -18,8 +18,22 @@ const eventProperties = {
   state: Type.Union([TransferStateSchema, Type.Null()], { description: 'The transfer state after the event (null for quote.created)' }),
   occurredAt: DateTime(),
   actor: Type.Object(
-    { type: StringEnum(['merchant', 'courier', 'operator', 'system'], { description: 'Who made the change' }) },
-    { additionalProperties: false },
+    {
+      type: StringEnum(['merchant', 'courier', 'operator', 'system'], { description: 'Who made the change' }),
+      id: Type.Optional(
+        Type.String({
+          description:
+            "Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system",
+        }),
+      ),
+      name: Type.Optional(
+        Type.String({
+          description:
+            'Events caused by people: a courier\'s first name (never more), an operator\'s display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept',
+        }),
+      ),
+    },
+    { additionalProperties: false, description: 'Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer' },
   ),
   data: Type.Object({}, { additionalProperties: true, description: 'Details of the event (see its type); previousState on every state change' }),
 };
@@ -90,8 +104,11 @@ export function toEvent(row: {
   state: string | null;
   occurred_at: number;
   actor_type: string;
+  actor_id?: string | null;
+  actor_name?: string | null;
   data: string;
 }): Event {
+  const person = row.actor_type === 'courier' || row.actor_type === 'operator';
   return {
     id: row.id,
     type: row.type as Event['type'],
@@ -100,7 +117,11 @@ export function toEvent(row: {
     position: Number(row.position),
     state: row.state as Event['state'],
     occurredAt: new Date(Number(row.occurred_at)).toISOString(),
-    actor: { type: row.actor_type as Event['actor']['type'] },
+    actor: {
+      type: row.actor_type as Event['actor']['type'],
+      ...(person && row.actor_id ? { id: row.actor_id } : {}),
+      ...(person && row.actor_id && row.actor_name ? { name: row.actor_name } : {}),
+    },
     data: JSON.parse(row.data),
   };
 }

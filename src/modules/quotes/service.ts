@@ -182,6 +182,7 @@ export class QuotesService {
           state: null,
           actor_type: 'merchant',
           actor_id: null,
+          actor_name: null,
           data: JSON.stringify({ quoteId: row.id, warehouseId: row.warehouse_id, expiresAt: quote.expiresAt }),
           occurred_at: now,
         });

@@ -10,7 +10,7 @@ import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
 import { formatMinor, minorToNumber, parseMajorAmount } from '../../lib/money.ts';
 import { storedJson } from '../../lib/stored-json.ts';
-import { type AuditService, checkReason, type OperatorActor, actorId as operatorActorId } from '../audit/service.ts';
+import { type AuditService, actorLabel, checkReason, type OperatorActor, actorId as operatorActorId } from '../audit/service.ts';
 import { type Estimates, transferEstimates } from '../eta/estimates.ts';
 import type { Point, TravelTimeModel } from '../eta/model.ts';
 import { eventsRepository, type NewEvent } from '../events/repository.ts';
@@ -224,6 +224,7 @@ export class TransfersService {
           state: 'inProgress',
           actor_type: 'merchant',
           actor_id: null,
+          actor_name: null,
           data: JSON.stringify({
             totalPrice: minorToNumber(transfer.total_amount),
             currency: transfer.currency,
@@ -659,7 +660,7 @@ export class TransfersService {
             state: req.to,
             actor_type: actor.type,
             // The courier who moved it, or the operator; an operator's assignment names the courier in data.
-            actor_id: actor.type === 'courier' ? (actor.courier?.id ?? null) : actor.operator ? operatorActorId(actor.operator) : null,
+            ...eventActor(actor, row),
             data: JSON.stringify({ ...eventData(row, updated, req, refund), ...estimateData(estimates.pickupAt, estimates.deliveryAt) }),
             occurred_at: now,
           });
@@ -784,6 +785,20 @@ function eventData(before: TransferRow, after: TransferRow, req: TransitionReque
   }
   if (req.to === 'returned') data.returnFee = minorToNumber(Math.min(after.return_fee, after.total_amount));
   return data;
+}
+
+/**
+ * Who an event names: a courier by id and first name only (all merchants ever see of a courier; a move
+ * other than accepting takes the holder's name from the row), an operator by person id (or
+ * "cli:<machine user>") and display name. The sandbox's simulated courier, merchants and the system: nobody.
+ */
+function eventActor(actor: Actor, row: TransferRow): { actor_id: string | null; actor_name: string | null } {
+  if (actor.operator) {
+    const op = actor.operator;
+    return { actor_id: operatorActorId(op), actor_name: op.kind === 'cli' ? actorLabel(op) : op.name };
+  }
+  if (actor.type === 'courier' && actor.courier?.id) return { actor_id: actor.courier.id, actor_name: actor.courier.firstName || row.courier_name || null };
+  return { actor_id: null, actor_name: null };
 }
 
 /** What a transfer's estimates rest on, from its row. */

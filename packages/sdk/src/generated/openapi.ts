@@ -995,12 +995,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             /** @description Details of the event (see its type); previousState on every state change */
             data: {
@@ -1209,12 +1214,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             data: components["schemas"]["QuoteCreatedData"];
         };
@@ -1450,12 +1460,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             data: components["schemas"]["TransferCancelledData"];
         };
@@ -1500,12 +1515,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             data: components["schemas"]["TransferCourierAssignedData"];
         };
@@ -1546,12 +1566,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             data: components["schemas"]["TransferCourierReleasedData"];
         };
@@ -1596,12 +1621,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             data: components["schemas"]["TransferCreatedData"];
         };
@@ -1642,12 +1672,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             data: components["schemas"]["TransferDeliveredData"];
         };
@@ -1690,12 +1725,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             data: components["schemas"]["TransferDeliveryFailedData"];
         };
@@ -1736,12 +1776,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             data: components["schemas"]["TransferPickedUpData"];
         };
@@ -1800,12 +1845,17 @@ export interface components {
              * @example 2026-11-21T10:00:00.000Z
              */
             occurredAt: string;
+            /** @description Who made the change; an operator assigning a courier is the actor, the courier is in data and the transfer */
             actor: {
                 /**
                  * @description Who made the change
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
+                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                id?: string;
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                name?: string;
             };
             data: components["schemas"]["TransferReturnedData"];
         };

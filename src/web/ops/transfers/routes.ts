@@ -149,7 +149,8 @@ export async function opsTransfersPages(app: FastifyInstance): Promise<void> {
       e.actor.type === 'operator'
         ? `Operator ${e.actorId ? (names.get(e.actorId) ?? '') : ''}`.trim()
         : e.actor.type === 'courier'
-          ? `Courier${t.courier && e.type === 'transfer.courier_assigned' ? ` ${t.courier.firstName}` : ''}`
+          ? // The name kept with the event (older events: the current holder's, on its assignment).
+            `Courier${e.actor.name ? ` ${e.actor.name}` : t.courier && e.type === 'transfer.courier_assigned' ? ` ${t.courier.firstName}` : ''}`
           : e.actor.type === 'merchant'
             ? 'Merchant'
             : 'System';
