@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { inspect } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import {
