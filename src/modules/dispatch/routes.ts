@@ -4,9 +4,7 @@ import { Type } from 'typebox';
 import { AUTH_ERRORS, BODY_ERRORS, type ErrorCodeList, errorResponses, json } from '../../lib/schemas.ts';
 import { CURRENT_JOB_EXAMPLE, CurrentJob } from '../couriers/schemas.ts';
 import { OFFER_EXAMPLE, Offer, OfferParams } from './schemas.ts';
-
-/** Seconds between comment lines on an idle stream, so proxies and the courier app see it alive. */
-const HEARTBEAT_MS = 15_000;
+import { streamOffers } from './stream.ts';
 
 /** Offers to the courier (its own scope and auth hook, registered beside the courier routes). */
 export async function offerRoutes(fastify: FastifyInstance): Promise<void> {
@@ -59,48 +57,8 @@ export async function offerRoutes(fastify: FastifyInstance): Promise<void> {
         },
       },
     },
-    async (request, reply) => {
-      const courierId = request.courier.courierId;
-      const dispatch = app.services.dispatch;
-      const sent = new Set<string>();
-      const raw = reply.raw;
-      let closed = false;
-      const send = (offer: Offer) => {
-        if (closed || sent.has(offer.id) || offer.status !== 'open') return;
-        sent.add(offer.id);
-        raw.write(`event: offer\nid: ${offer.id}\ndata: ${JSON.stringify(offer)}\n\n`);
-      };
-      // Subscribe before listing, so an offer made in between is not missed (the set drops a duplicate).
-      const unsubscribe = await dispatch.subscribe(courierId, (offerId) => {
-        dispatch.getOffer(courierId, offerId).then(send, (err) => request.log.warn({ err, offerId }, 'offer for the stream could not be read'));
-      });
-      const open = await dispatch.listOffers(courierId).catch((err) => {
-        unsubscribe();
-        throw err;
-      });
-      reply.hijack();
-      raw.writeHead(200, {
-        ...(reply.getHeaders() as Record<string, string>),
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        'x-accel-buffering': 'no',
-        connection: 'keep-alive',
-      });
-      raw.write('retry: 3000\n\n');
-      for (const o of open) send(o);
-      const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
-      const end = () => {
-        if (closed) return;
-        closed = true;
-        clearInterval(heartbeat);
-        unsubscribe();
-        streams.delete(end);
-        raw.end(); // the app reconnects (to another instance during a shutdown)
-      };
-      streams.add(end);
-      request.raw.on('close', end);
-      raw.on('close', end);
-    },
+    async (request, reply) =>
+      streamOffers(request, reply, { dispatch: app.services.dispatch, courierId: request.courier.courierId, data: (offer) => offer, streams }),
   );
 
   app.post(

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../../../lib/errors.ts';
 import type { Offer } from '../../../modules/dispatch/schemas.ts';
+import { streamOffers } from '../../../modules/dispatch/stream.ts';
 import { redirectWithFlash } from '../../render.ts';
 import { courierIdOf, requireCourier } from '../courier.ts';
 
@@ -45,7 +46,6 @@ export async function offerCards(request: FastifyRequest): Promise<OfferCard[]> 
   return (await dispatch.listOffers(courierIdOf(request))).map((o) => offerCard(o, now));
 }
 
-const HEARTBEAT_MS = 15_000;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function offerIdOf(request: FastifyRequest): string {
@@ -59,61 +59,20 @@ export async function offersPages(app: FastifyInstance): Promise<void> {
   app.addHook('preHandler', requireCourier);
 
   // This session's offers as server-sent events: first the open ones, then each new one (event "offer", data: the card).
+  // Streams end when the server starts closing (they never go idle, so they would hold the close up).
+  const streams = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const end of streams) end();
+  });
   app.get('/stream', async (request, reply) => {
-    const courierId = courierIdOf(request);
-    const sent = new Set<string>();
-    const raw = reply.raw;
-    let closed = false;
-    const send = (offer: Offer) => {
-      if (closed || sent.has(offer.id) || offer.status !== 'open') return;
-      sent.add(offer.id);
-      raw.write(`event: offer\nid: ${offer.id}\ndata: ${JSON.stringify(offerCard(offer, couriers.now()))}\n\n`);
-    };
-    // Subscribe before listing, so an offer made in between is not missed (the set drops a duplicate).
-    const unsubscribe = await dispatch.subscribe(courierId, (offerId) => {
-      dispatch.getOffer(courierId, offerId).then(send, (err) => request.log.warn({ err, offerId }, 'offer for the courier app could not be read'));
-    });
-    let open: Offer[];
-    try {
-      open = await dispatch.listOffers(courierId);
-    } catch (err) {
-      unsubscribe();
-      throw err;
-    }
-    reply.hijack();
-    raw.writeHead(200, {
-      ...(reply.getHeaders() as Record<string, string>),
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      'x-accel-buffering': 'no',
-      connection: 'keep-alive',
-    });
-    raw.write('retry: 3000\n\n');
-    for (const o of open) send(o);
     // Each heartbeat also checks the session: a stream of a session that ended (logout, disabled, expired) closes.
     const cookie = request.webSession?.cookie ?? '';
-    const heartbeat = setInterval(() => {
-      app.services.accounts.resolveSession(cookie).then(
-        (alive) => {
-          if (!alive) {
-            end();
-            raw.end();
-          } else if (!closed) raw.write(': keep-alive\n\n');
-        },
-        (err) => request.log.warn({ err }, 'session check of the offers stream failed'),
-      );
-    }, HEARTBEAT_MS);
-    const end = () => {
-      if (closed) return;
-      closed = true;
-      clearInterval(heartbeat);
-      unsubscribe();
-    };
-    request.raw.on('close', end);
-    raw.on('close', end);
-    app.server.once('close', () => {
-      end();
-      raw.end();
+    return streamOffers(request, reply, {
+      dispatch,
+      courierId: courierIdOf(request),
+      data: (offer) => offerCard(offer, couriers.now()),
+      alive: async () => Boolean(await app.services.accounts.resolveSession(cookie)),
+      streams,
     });
   });
 
