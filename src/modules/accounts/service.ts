@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { Secret, TOTP } from 'otpauth';
-import { inTransaction } from '../../db/transaction.ts';
+import { inTransaction, isUniqueViolation } from '../../db/transaction.ts';
 import type { DB, PersonKind } from '../../db/types.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -161,7 +161,7 @@ export class AccountsService {
     try {
       await accountsRepository.insertPerson(this.#db, row);
     } catch (err) {
-      if (isUniqueViolation(err)) throw new AppError('EMAIL_TAKEN', `${email} already has an account`);
+      if (isUniqueViolation(err, 'email')) throw new AppError('EMAIL_TAKEN', `${email} already has an account`);
       throw err;
     }
     return row;
@@ -401,7 +401,7 @@ export class AccountsService {
       try {
         await accountsRepository.insertPerson(this.#db, row);
       } catch (err) {
-        if (isUniqueViolation(err)) throw new AppError('PHONE_TAKEN', `Another courier already logs in with ${courier.phone}`);
+        if (isUniqueViolation(err, 'phone')) throw new AppError('PHONE_TAKEN', `Another courier already logs in with ${courier.phone}`);
         throw err;
       }
       person = row;
@@ -735,8 +735,3 @@ function toMerchantUser(row: PersonRow): MerchantUser {
 }
 
 const formatWait = (seconds: number): string => (seconds < 90 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`);
-
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; errcode?: string; message?: string };
-  return e.code === '23505' || /UNIQUE constraint failed/i.test(e.message ?? '');
-}
