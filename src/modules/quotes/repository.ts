@@ -20,23 +20,11 @@ export const quotesRepository = {
     return db.selectFrom('quotes').selectAll().where('merchant_id', '=', merchantId).where('id', '=', id).executeTakeFirst();
   },
 
-  /** pending (and not expired) -> consumed, atomically; undefined if it is missing, used or expired. */
-  async consume(db: Db, merchantId: string, id: string, at: number): Promise<QuoteRow | undefined> {
-    return db
-      .updateTable('quotes')
-      .set({ status: 'consumed', consumed_at: at })
-      .where('merchant_id', '=', merchantId)
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', at)
-      .returningAll()
-      .executeTakeFirst();
-  },
-
   /**
-   * consume() for POST /transfer: the same conditional update, and its RETURNING also reads the quote's
-   * warehouse (its status: a disabled one refuses) and the merchant (name, mode, balance for the refusal's
-   * message), which were two more statements (two more round trips on PostgreSQL) inside the transaction.
+   * pending (and not expired) -> consumed, atomically, for POST /transfer; undefined if it is missing, used
+   * or expired. Its RETURNING also reads the quote's warehouse (its status: a disabled one refuses) and the
+   * merchant (name, mode, balance for the refusal's message), which were two more statements (two more
+   * round trips on PostgreSQL) inside the transaction.
    */
   async consumeForTransfer(db: Db, merchantId: string, id: string, at: number): Promise<ConsumedQuote | undefined> {
     return db
