@@ -10,6 +10,8 @@ import { REDACT_PATHS, refuseAmbiguousHeaders, refuseUnreadableBody, requestId, 
 import { protect, protectCourier } from './http/protected.ts';
 import { documentRateLimit, registerRateLimits } from './http/rate-limits.ts';
 import { openRedis } from './http/redis.ts';
+import { lazyRequestLogger } from './http/request-logger.ts';
+import { serializerCompiler } from './http/serialization.ts';
 import { registerRouting } from './http/routing.ts';
 import type { Clock } from './lib/clock.ts';
 import { clockFromEnv } from './lib/clock.ts';
@@ -77,9 +79,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkError,
     clientErrorHandler: clientError,
     genReqId: requestId,
+    childLoggerFactory: lazyRequestLogger,
   });
   capConnections(app.server, config.maxConnections);
   app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
   // Bodies are JSON only (415 otherwise), strict UTF-8 and well-formed Unicode; the token endpoint adds form bodies in its own scope.
   app.removeContentTypeParser('text/plain');
   strictJsonParser(app);
@@ -87,7 +91,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // First: a request that matches no route really (a trailing slash) is answered as such before any other check.
   registerRouting(app);
   let warnedForwardedFor = false;
-  app.addHook('onRequest', async (request, reply) => {
+  // Synchronous hooks (done, not async) on every request: no promise and no microtask hop each (Fastify
+  // turns a throw into the error answer as it does a rejection).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     refuseAmbiguousHeaders(request);
     if (!warnedForwardedFor && config.trustProxy === false && request.headers['x-forwarded-for'] !== undefined) {
@@ -96,6 +102,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       request.log.warn("X-Forwarded-For received while TRUST_PROXY=false: client addresses are the proxy's; set TRUST_PROXY");
     }
     if (request.method === 'POST' || request.method === 'PUT') refuseUnreadableBody(request);
+    done();
   });
   registerErrorHandling(app);
   if (deps.metrics) registerMetrics(app, deps.metrics, config.metricsToken);

@@ -34,9 +34,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   // While stopping, answers close their connection: otherwise a connection busy when stop() began stays open
   // as an idle keep-alive one, and the shutdown waits out the 65 s keep-alive timeout.
   let closing = false;
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
   runtime.own({ stop: () => app.close() }); // stops accepting, lets in-flight requests finish
   const url = await app.listen({ port: config.port, host: config.host });

@@ -88,6 +88,50 @@ describeEachStore(
   { LOG_LEVEL: 'trace' },
 );
 
+for (const level of ['warn', 'info'] as const) {
+  describeEachStore(
+    `request log lines carry their request id (LOG_LEVEL=${level})`,
+    (ctx) => {
+      test('a request writes its lines with its reqId, and only at enabled levels', async () => {
+        const t = ctx();
+        const m = await t.merchant();
+        const token = await t.token(m);
+        const linesOf = (id: string) => t.logs.map((l) => JSON.parse(l)).filter((l) => l.reqId === id);
+
+        const ok = await t.as(token, { method: 'GET', url: '/warehouses', headers: { 'x-request-id': 'quiet-one' } });
+        assert.equal(ok.statusCode, 200);
+        // At info, Fastify's "incoming request" and "request completed"; at warn, nothing at all.
+        assert.deepEqual(
+          linesOf('quiet-one').map((l) => l.msg),
+          level === 'info' ? ['incoming request', 'request completed'] : [],
+        );
+
+        const original = t.services.warehouses.list;
+        t.services.warehouses.list = async () => {
+          throw new Error('boom');
+        };
+        try {
+          const failed = await t.as(token, { method: 'GET', url: '/warehouses', headers: { 'x-request-id': 'loud-one' } });
+          assert.equal(failed.statusCode, 500);
+        } finally {
+          t.services.warehouses.list = original;
+        }
+        const failedLines = linesOf('loud-one');
+        const errors = failedLines.filter((l) => l.level >= 50);
+        assert.ok(errors.length >= 1, 'the failure is logged at error with its request id');
+        assert.ok(errors.some((l) => l.err?.message === 'boom'));
+        if (level === 'warn')
+          assert.ok(
+            failedLines.every((l) => l.level >= 40),
+            'nothing below warn is written',
+          );
+        else assert.equal(failedLines[0].msg, 'incoming request');
+      });
+    },
+    { LOG_LEVEL: level },
+  );
+}
+
 test('logs are pretty on a developer terminal (stdout a TTY, NODE_ENV development or unset) and JSON lines everywhere else', async () => {
   assert.equal(prettyLogs(true, undefined), true);
   assert.equal(prettyLogs(true, ''), true);

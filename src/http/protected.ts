@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { AppError } from '../lib/errors.ts';
 import { sha256, stableStringify } from '../lib/stable-json.ts';
 
@@ -12,11 +12,13 @@ export function protect(app: FastifyInstance): void {
   app.decorateRequest('principal', undefined as never);
   app.decorateRequest('idempotencyKey', undefined);
 
-  app.addHook('onRequest', async (request) => {
-    const principal = await app.services.auth.authenticate(request.headers.authorization);
-    if (principal.actor !== 'merchant') throw wrongActor('merchants', 'a courier');
-    request.principal = principal;
-  });
+  app.addHook(
+    'onRequest',
+    authenticating(app, (request, principal) => {
+      if (principal.actor !== 'merchant') return wrongActor('merchants', 'a courier');
+      request.principal = principal;
+    }),
+  );
 
   // The Idempotency-Key hooks only where they can act: on POST routes (route-level hooks, after the
   // scope's own). A GET no longer runs two hooks that returned at once (promises and all, per request).
@@ -80,14 +82,33 @@ export function protect(app: FastifyInstance): void {
   }
 }
 
+/** Whoever a valid token speaks for (the auth service's answer). */
+type Principal = FastifyRequest['principal'] | FastifyRequest['courier'];
+
 /** Hooks for every courier route (their own scope): a courier's token only. */
 export function protectCourier(app: FastifyInstance): void {
   app.decorateRequest('courier', undefined as never);
-  app.addHook('onRequest', async (request) => {
-    const principal = await app.services.auth.authenticate(request.headers.authorization);
-    if (principal.actor !== 'courier') throw wrongActor('couriers', 'a merchant');
-    request.courier = principal;
-  });
+  app.addHook(
+    'onRequest',
+    authenticating(app, (request, principal) => {
+      if (principal.actor !== 'courier') return wrongActor('couriers', 'a merchant');
+      request.courier = principal;
+    }),
+  );
+}
+
+/**
+ * The authentication hook: synchronous when the credential's status is in memory (no promise, no
+ * microtask hop on nearly every request), else it waits for the lookup. admit returns the error for
+ * a principal of the wrong kind.
+ */
+function authenticating(app: FastifyInstance, admit: (request: FastifyRequest, principal: Principal) => AppError | undefined): onRequestHookHandler {
+  return (request, _reply, done) => {
+    const auth = app.services.auth;
+    const cached = auth.authenticateCached(request.headers.authorization); // a throw is the error answer
+    if (cached) return done(admit(request, cached));
+    auth.authenticate(request.headers.authorization).then((principal) => done(admit(request, principal)), done);
+  };
 }
 
 function wrongActor(routesFor: string, tokenOf: string): AppError {

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
 import { AppError } from '../lib/errors.ts';
 import { homeCsp, homePage, prefersHtml } from './home-page.ts';
 
@@ -60,12 +60,15 @@ export function registerRouting(app: FastifyInstance): void {
   // "/warehouses/:id" with an empty id) matches no route really: answer as for one, not with a 400 about a uuid.
   // A request no route matches is answered here too, before the other onRequest checks (a 415 for the
   // body of a request that has no endpoint would send the client after the wrong problem).
-  app.addHook('onRequest', async (request) => {
-    const template = request.routeOptions.url;
-    if (template === undefined) throw noRoute(request);
-    if (template.endsWith('/') || template.endsWith('*')) return;
+  // request.routeOptions builds an object on every read: only a path ending in "/" needs the template.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.is404) throw noRoute(request);
     const path = pathOf(request);
-    if (path.length > 1 && path.endsWith('/') && !routes.some((r) => r.url === path)) throw noRoute(request);
+    if (path.length > 1 && path.endsWith('/')) {
+      const template = request.routeOptions.url ?? '';
+      if (!template.endsWith('/') && !template.endsWith('*') && !routes.some((r) => r.url === path)) throw noRoute(request);
+    }
+    done();
   });
 
   app.setNotFoundHandler(async (request) => {
@@ -88,7 +91,11 @@ export function registerRouting(app: FastifyInstance): void {
   });
 }
 
-const pathOf = (request: FastifyRequest): string => request.url.split('?')[0];
+const pathOf = (request: FastifyRequest): string => {
+  const url = request.url;
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+};
 
 /** "/warehouses/:id" -> ^/warehouses/[^/]+$; "/docs/*" -> ^/docs/.*$ */
 function routePattern(url: string): RegExp {
@@ -131,9 +138,10 @@ function addUuidNormalisation(route: RouteOptions): void {
   const params = uuidPointers(schema?.params);
   const body = uuidPointers(schema?.body);
   if (params.length === 0 && body.length === 0) return;
-  const normalise = async (request: FastifyRequest) => {
+  const normalise = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     for (const p of params) lowerCaseAt(request.params, p);
     for (const p of body) lowerCaseAt(request.body, p);
+    done();
   };
   const existing = route.preValidation;
   route.preValidation = existing === undefined ? [normalise] : [normalise, ...(Array.isArray(existing) ? existing : [existing])];

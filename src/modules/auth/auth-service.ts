@@ -1,7 +1,7 @@
 import type { Clock } from '../../lib/clock.ts';
 import { hashSecret, secretMatches } from '../../lib/credential-hash.ts';
 import { AppError } from '../../lib/errors.ts';
-import type { ActorKind, TokenSigner } from './tokens.ts';
+import type { ActorKind, TokenClaims, TokenSigner } from './tokens.ts';
 
 export interface MerchantPrincipal {
   actor: 'merchant';
@@ -77,6 +77,22 @@ export class AuthService {
 
   /** Resolves the Authorization header of a protected request to its merchant or courier, or throws one of the five auth errors. */
   async authenticate(authorization: string | undefined): Promise<Principal> {
+    const claims = this.#verify(authorization);
+    return principalOf(claims, await this.#credential(claims.clientId));
+  }
+
+  /**
+   * The same check without waiting, when the credential's status is already in memory (nearly every
+   * request): undefined means "not cached, call authenticate". Throws as authenticate rejects.
+   */
+  authenticateCached(authorization: string | undefined): Principal | undefined {
+    const claims = this.#verify(authorization);
+    const hit = this.#cache.get(claims.clientId);
+    if (!hit || hit.until <= Date.now()) return undefined;
+    return principalOf(claims, hit.value);
+  }
+
+  #verify(authorization: string | undefined): TokenClaims {
     // Anything after "Bearer " is a token to verify (an odd spelling is INVALID_ACCESS_TOKEN, not MISSING_ACCESS_TOKEN);
     // verify() accepts only the one canonical spelling.
     const m = authorization ? /^Bearer +([\x21-\x7e]+) *$/i.exec(authorization) : null;
@@ -92,12 +108,7 @@ export class AuthService {
       }
       throw tokenError('INVALID_ACCESS_TOKEN', 'The access token cannot be verified');
     }
-    const { actor, subject, clientId } = result.claims;
-    const credential = await this.#credential(clientId);
-    if (!credential) throw tokenError('CREDENTIALS_NOT_FOUND', 'The credentials this token was issued for no longer exist');
-    if (credential.subject !== subject || credential.actor !== actor) throw tokenError('INVALID_ACCESS_TOKEN', 'The access token has an invalid payload');
-    if (!credential.active) throw tokenError('CREDENTIALS_REVOKED', 'The credentials this token was issued for have been revoked');
-    return actor === 'courier' ? { actor, courierId: subject, clientId } : { actor, merchantId: subject, clientId };
+    return result.claims;
   }
 
   /** Drops a credential from this instance's cache (called on revoke/delete). Other instances see it within cacheTtlMs. */
@@ -117,6 +128,13 @@ export class AuthService {
     }
     return value;
   }
+}
+
+function principalOf({ actor, subject, clientId }: TokenClaims, credential: CachedCredential): Principal {
+  if (!credential) throw tokenError('CREDENTIALS_NOT_FOUND', 'The credentials this token was issued for no longer exist');
+  if (credential.subject !== subject || credential.actor !== actor) throw tokenError('INVALID_ACCESS_TOKEN', 'The access token has an invalid payload');
+  if (!credential.active) throw tokenError('CREDENTIALS_REVOKED', 'The credentials this token was issued for have been revoked');
+  return actor === 'courier' ? { actor, courierId: subject, clientId } : { actor, merchantId: subject, clientId };
 }
 
 function tokenError(code: 'ACCESS_TOKEN_EXPIRED' | 'INVALID_ACCESS_TOKEN' | 'CREDENTIALS_NOT_FOUND' | 'CREDENTIALS_REVOKED', detail: string) {
