@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/database.ts';
 import {
@@ -218,7 +218,8 @@ export function metricsTokenMatches(header: string | undefined, token: string): 
 
 /** METRICS_PORT: /metrics alone on its own port (no token: keep that port on the private network). */
 export async function startMetricsServer(metrics: Metrics, host: string, port: number): Promise<{ url: string; close(): Promise<void> }> {
-  const server: Server = createServer(async (req, res) => {
+  // Not imported from 'node:http' as an ES module: see src/modules/webhooks/sender.ts.
+  const server: Server = process.getBuiltinModule('node:http').createServer(async (req, res) => {
     if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
       res.setHeader('content-type', metrics.registry.contentType);
       res.end(await metrics.registry.metrics());
