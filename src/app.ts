@@ -13,6 +13,7 @@ import { openRedis } from './http/redis.ts';
 import { registerRouting } from './http/routing.ts';
 import type { Clock } from './lib/clock.ts';
 import { clockFromEnv } from './lib/clock.ts';
+import { lazySerializers } from './lib/serialization.ts';
 import { validatorCompiler } from './lib/validation.ts';
 import { discoveryRoutes } from './modules/auth/discovery.ts';
 import { authRoutes } from './modules/auth/routes.ts';
@@ -77,6 +78,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkError,
     clientErrorHandler: clientError,
     genReqId: requestId,
+    // Response serializers compiled on first use (src/lib/serialization.ts); validators likewise (validatorCompiler).
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   });
   capConnections(app.server, config.maxConnections);
   app.setValidatorCompiler(validatorCompiler);
