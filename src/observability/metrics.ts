@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
@@ -205,15 +204,6 @@ async function outboxLag(database: Database): Promise<number> {
     .where('next_attempt_at', '<=', now)
     .executeTakeFirst();
   return row?.oldest === null || row?.oldest === undefined ? 0 : Math.max(0, (now - Number(row.oldest)) / 1000);
-}
-
-/** GET /metrics on the API port needs `Authorization: Bearer METRICS_TOKEN` (constant-time compare). */
-export function metricsTokenMatches(header: string | undefined, token: string): boolean {
-  const m = header ? /^Bearer (.+)$/.exec(header) : null;
-  if (!m) return false;
-  const a = Buffer.from(m[1]);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** METRICS_PORT: /metrics alone on its own port (no token: keep that port on the private network). */
