@@ -5,7 +5,7 @@ import SerializerSelector from '@fastify/fast-json-stringify-compiler';
  * route's response serializer is compiled on the first response it sends instead of when the app starts
  * (Fastify asks for every route, status and content type at ready). A server holds the compiled code of
  * the answers it gives only: about 5 MiB less at idle (docs/benchmarks.md, memory). The first answer
- * of each kind pays the compilation (a few milliseconds), once.
+ * of each kind pays the compilation once (tens of milliseconds for a route's first request, with its validators).
  */
 export const lazySerializers: SerializerSelector.SerializerFactory = (externalSchemas, options) => {
   const compile = SerializerSelector()(externalSchemas, options);
