@@ -11,8 +11,8 @@ import { protect, protectCourier } from './http/protected.ts';
 import { documentRateLimit, registerRateLimits } from './http/rate-limits.ts';
 import { openRedis } from './http/redis.ts';
 import { lazyRequestLogger } from './http/request-logger.ts';
-import { serializerCompiler } from './http/serialization.ts';
 import { registerRouting } from './http/routing.ts';
+import { lazySerializers } from './http/serialization.ts';
 import type { Clock } from './lib/clock.ts';
 import { clockFromEnv } from './lib/clock.ts';
 import { validatorCompiler } from './lib/validation.ts';
@@ -80,10 +80,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: clientError,
     genReqId: requestId,
     childLoggerFactory: lazyRequestLogger,
+    // Response serializers compiled on first use, with nullable fields spelled for speed (src/http/serialization.ts); validators are lazy too (validatorCompiler).
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   });
   capConnections(app.server, config.maxConnections);
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
   // Bodies are JSON only (415 otherwise), strict UTF-8 and well-formed Unicode; the token endpoint adds form bodies in its own scope.
   app.removeContentTypeParser('text/plain');
   strictJsonParser(app);

@@ -1,20 +1,32 @@
-import fastJsonStringify from 'fast-json-stringify';
-import type { FastifySerializerCompiler } from 'fastify';
+import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 
 type Schema = Record<string, unknown>;
 
 /**
- * Response serializers: fast-json-stringify over the route's response schema, as Fastify's default
- * compiler does, with one change of spelling. A field that may be null is written in the schemas
- * (TypeBox's Union with Null, kept so in the OpenAPI document) as `anyOf: [X, { type: 'null' }]`, and
- * for an anyOf fast-json-stringify runs an Ajv validator per branch on every value to choose one: on a
- * list of 50 warehouses, four validations an item. For serialising, the same field is spelled
- * `{ ...X, nullable: true }`, which it writes with a null check. What is written is the same: null as
- * null, anything else as X. Only the serializer sees the rewritten copy; validation and the document
- * keep the route's schema.
+ * Response serializers: Fastify's own factory (fast-json-stringify, as without this option), with two
+ * changes.
+ *
+ * - Each route's serializer is compiled on the first response it sends instead of when the app starts
+ *   (Fastify asks for every route, status and content type at ready). A server holds the compiled code
+ *   of the answers it gives only: about 5 MiB less at idle (docs/benchmarks.md, memory). The first
+ *   answer of each kind pays the compilation once (tens of milliseconds, with its validators).
+ * - A field that may be null is written in the schemas (TypeBox's Union with Null, kept so in the
+ *   OpenAPI document) as `anyOf: [X, { type: 'null' }]`, and for an anyOf fast-json-stringify runs an
+ *   Ajv validator per branch on every value to choose one: on a list of 50 warehouses, four
+ *   validations an item. The serializer is given the same field spelled `{ ...X, nullable: true }`,
+ *   which it writes with a null check. What is written is the same: null as null, anything else as X.
+ *   Validation and the document keep the route's schema.
  */
-export const serializerCompiler: FastifySerializerCompiler<unknown> = ({ schema }) =>
-  fastJsonStringify(withNullables(schema) as Parameters<typeof fastJsonStringify>[0]);
+export const lazySerializers: SerializerSelector.SerializerFactory = (externalSchemas, options) => {
+  const compile = SerializerSelector()(externalSchemas, options);
+  return (route) => {
+    let serializer: SerializerSelector.Serializer | undefined;
+    return (doc) => {
+      serializer ??= compile({ ...route, schema: withNullables(route.schema) as typeof route.schema });
+      return serializer(doc);
+    };
+  };
+};
 
 const isNull = (s: unknown): boolean => typeof s === 'object' && s !== null && (s as Schema).type === 'null' && Object.keys(s).length === 1;
 

@@ -1,4 +1,4 @@
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 
@@ -27,7 +27,22 @@ function makeAjv(coerce: boolean): Ajv {
 const bodyAjv = makeAjv(false);
 const paramAjv = makeAjv(true);
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object);
+/**
+ * Each route's validator is compiled by ajv on the route's first request, not when the app starts (Fastify
+ * asks for every route's validators at ready): a server holds the compiled code of the routes it serves
+ * only (docs/benchmarks.md, memory). What Fastify gets stands for ajv's function: it calls it with the
+ * same arguments and reads `errors` and `schemaEnv` (whether to pass the parent data) from it.
+ */
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  let compiled: ValidateFunction | undefined;
+  const validator = () => (compiled ??= (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object));
+  const validate = (data: unknown, context?: Parameters<ValidateFunction>[1]) => validator()(data, context);
+  Object.defineProperties(validate, {
+    errors: { get: () => validator().errors },
+    schemaEnv: { get: () => validator().schemaEnv },
+  });
+  return validate as ReturnType<FastifySchemaCompiler<unknown>>;
+};
 
 /** A strict validator for documents outside HTTP (the tariff file), with the same rules as request bodies. */
 export function compileStrict<T>(schema: object): (value: unknown) => { ok: true; value: T } | { ok: false; errors: string[] } {

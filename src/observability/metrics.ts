@@ -1,6 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/database.ts';
 import {
@@ -207,18 +206,10 @@ async function outboxLag(database: Database): Promise<number> {
   return row?.oldest === null || row?.oldest === undefined ? 0 : Math.max(0, (now - Number(row.oldest)) / 1000);
 }
 
-/** GET /metrics on the API port needs `Authorization: Bearer METRICS_TOKEN` (constant-time compare). */
-export function metricsTokenMatches(header: string | undefined, token: string): boolean {
-  const m = header ? /^Bearer (.+)$/.exec(header) : null;
-  if (!m) return false;
-  const a = Buffer.from(m[1]);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /** METRICS_PORT: /metrics alone on its own port (no token: keep that port on the private network). */
 export async function startMetricsServer(metrics: Metrics, host: string, port: number): Promise<{ url: string; close(): Promise<void> }> {
-  const server: Server = createServer(async (req, res) => {
+  // Not imported from 'node:http' as an ES module: see src/modules/webhooks/sender.ts.
+  const server: Server = process.getBuiltinModule('node:http').createServer(async (req, res) => {
     if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
       res.setHeader('content-type', metrics.registry.contentType);
       res.end(await metrics.registry.metrics());

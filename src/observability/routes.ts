@@ -1,6 +1,8 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../lib/errors.ts';
-import { type Metrics, metricsTokenMatches } from './metrics.ts';
+// Types only: prom-client (metrics.ts) is loaded by the runtime only when metrics are on (METRICS_PORT or METRICS_TOKEN).
+import type { Metrics } from './metrics.ts';
 
 /**
  * Counts every answered request by method, route pattern (never the raw URL: ids would explode the
@@ -22,4 +24,13 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, token: s
     }
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
+}
+
+/** GET /metrics on the API port needs `Authorization: Bearer METRICS_TOKEN` (constant-time compare). */
+export function metricsTokenMatches(header: string | undefined, token: string): boolean {
+  const m = header ? /^Bearer (.+)$/.exec(header) : null;
+  if (!m) return false;
+  const a = Buffer.from(m[1]);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
 }

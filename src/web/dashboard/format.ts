@@ -56,10 +56,13 @@ export interface TimeView {
   utc: string;
 }
 
-const UTC_FORMAT = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+// Made on first use, not when the module loads: a DateTimeFormat loads ICU's locale and time zone data,
+// about 8 MiB of RSS that a server nobody opens a page on need not hold (docs/benchmarks.md, memory).
+let utcFormat: Intl.DateTimeFormat | undefined;
 
 export function timeView(iso: string): TimeView {
-  return { iso, utc: `${UTC_FORMAT.format(new Date(iso))} UTC` };
+  utcFormat ??= new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+  return { iso, utc: `${utcFormat.format(new Date(iso))} UTC` };
 }
 
 /** "516.00" -> "516.00 RUB". */
