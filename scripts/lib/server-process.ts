@@ -82,17 +82,13 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs = 10_
 }
 
 /**
- * The V8 flags the service runs with (`npm start` passes them too; docs/deployment.md). The young
- * generation is capped at 8 MiB per semi-space. Node 24 sizes it from the machine's memory (64 MiB on
- * a 24 GiB host), start-up allocation grows it to that size and it never shrinks: 2 x 64 MiB of RSS for
- * a server at idle. With 8, idle RSS is about 15 MiB lower and RSS after load far lower (docs/benchmarks.md,
- * memory), and an A/B (server pinned to one CPU) showed no measurable difference in CPU per request or
- * req/s for a read or a quote; 4 saves another 6 MiB at idle but cost about 8 % CPU per read and promotes
- * more of the in-flight requests' objects under load. The flag was 64 because with a smaller young
- * generation (the default then) RSS grew about 30 % in the PostgreSQL soak before the first full
- * collection (RELIABILITY.md, soak): that trade is to be re-measured with `npm run test:stress`.
+ * The V8 flags the service runs with (`npm start` passes them too; docs/deployment.md). A larger young
+ * generation keeps the short-lived objects of requests that are in flight across a scavenge (100
+ * concurrent requests waiting on PostgreSQL) from being promoted: without it the old generation, and
+ * RSS, grew about 30 % in a 60 s soak before the first full collection, although a full GC left 36 MB
+ * live (no leak); with it RSS stays flat (RELIABILITY.md, soak).
  */
-export const SERVER_NODE_FLAGS = ['--max-semi-space-size=8'];
+export const SERVER_NODE_FLAGS = ['--max-semi-space-size=64'];
 
 /** Starts `node bin/mds.js serve` (or opts.args); await `ready` for its URL. */
 export function startServer(opts: ServerOptions): ServerChild {
