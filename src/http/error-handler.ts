@@ -3,10 +3,10 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/transaction.ts';
 import { AppError, type ErrorCode, type FieldError, toProblem } from '../lib/errors.ts';
+import { http } from '../lib/node-http.ts';
 import { MULTI_LINE, PHONE, PRODUCT_KEY, SINGLE_LINE } from '../lib/schemas.ts';
 
-// Not imported from 'node:http' as an ES module: see src/modules/webhooks/sender.ts.
-const { STATUS_CODES } = process.getBuiltinModule('node:http');
+const { STATUS_CODES } = http;
 
 /** The one place where errors become HTTP responses. Nothing internal (stack, SQL, secrets) reaches a body. */
 export function registerErrorHandling(app: FastifyInstance): void {

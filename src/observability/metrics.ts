@@ -14,6 +14,7 @@ import {
   type WebhookAttempted,
   webhookAttempted,
 } from '../lib/channels.ts';
+import { http } from '../lib/node-http.ts';
 
 const DB_SNAPSHOT_MS = 10_000;
 
@@ -208,8 +209,7 @@ async function outboxLag(database: Database): Promise<number> {
 
 /** METRICS_PORT: /metrics alone on its own port (no token: keep that port on the private network). */
 export async function startMetricsServer(metrics: Metrics, host: string, port: number): Promise<{ url: string; close(): Promise<void> }> {
-  // Not imported from 'node:http' as an ES module: see src/modules/webhooks/sender.ts.
-  const server: Server = process.getBuiltinModule('node:http').createServer(async (req, res) => {
+  const server: Server = http.createServer(async (req, res) => {
     if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
       res.setHeader('content-type', metrics.registry.contentType);
       res.end(await metrics.registry.metrics());

@@ -1,10 +1,6 @@
 import https from 'node:https';
+import { http } from '../../lib/node-http.ts';
 import { checkDestination, DestinationRefused, pinnedLookup, type Resolver } from './destination.ts';
-
-// Not `import ... from 'node:http'`: importing it as an ES module makes Node read every export for the module
-// namespace, and its lazy WebSocket, CloseEvent and MessageEvent load Node's bundled undici (about 12 MiB of
-// RSS, never released; docs/benchmarks.md, memory). process.getBuiltinModule returns the same module without that.
-const http = process.getBuiltinModule('node:http');
 
 /** What one HTTP try gave: an answer (status, the first 1 KiB of its body) or an error; never throws. */
 export interface SendResult {
