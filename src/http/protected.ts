@@ -104,10 +104,9 @@ export function protectCourier(app: FastifyInstance): void {
  */
 function authenticating(app: FastifyInstance, admit: (request: FastifyRequest, principal: Principal) => AppError | undefined): onRequestHookHandler {
   return (request, _reply, done) => {
-    const auth = app.services.auth;
-    const cached = auth.authenticateCached(request.headers.authorization); // a throw is the error answer
-    if (cached) return done(admit(request, cached));
-    auth.authenticate(request.headers.authorization).then((principal) => done(admit(request, principal)), done);
+    const principal = app.services.auth.authenticateNow(request.headers.authorization); // a throw is the error answer
+    if (principal instanceof Promise) principal.then((p) => done(admit(request, p)), done);
+    else done(admit(request, principal));
   };
 }
 

@@ -77,19 +77,19 @@ export class AuthService {
 
   /** Resolves the Authorization header of a protected request to its merchant or courier, or throws one of the five auth errors. */
   async authenticate(authorization: string | undefined): Promise<Principal> {
-    const claims = this.#verify(authorization);
-    return principalOf(claims, await this.#credential(claims.clientId));
+    return this.authenticateNow(authorization);
   }
 
   /**
-   * The same check without waiting, when the credential's status is already in memory (nearly every
-   * request): undefined means "not cached, call authenticate". Throws as authenticate rejects.
+   * The same check, answered at once when the credential's status is in memory (nearly every request:
+   * the request hook then needs no promise), else a promise of the lookup. Throws or rejects as
+   * authenticate does.
    */
-  authenticateCached(authorization: string | undefined): Principal | undefined {
+  authenticateNow(authorization: string | undefined): Principal | Promise<Principal> {
     const claims = this.#verify(authorization);
     const hit = this.#cache.get(claims.clientId);
-    if (!hit || hit.until <= Date.now()) return undefined;
-    return principalOf(claims, hit.value);
+    if (hit && hit.until > Date.now()) return principalOf(claims, hit.value);
+    return this.#load(claims.clientId).then((credential) => principalOf(claims, credential));
   }
 
   #verify(authorization: string | undefined): TokenClaims {
@@ -116,10 +116,9 @@ export class AuthService {
     this.#cache.delete(clientId);
   }
 
-  async #credential(clientId: string): Promise<CachedCredential> {
-    const now = Date.now(); // cache age is wall time, not the (test-movable) business clock
-    const hit = this.#cache.get(clientId);
-    if (hit && hit.until > now) return hit.value;
+  /** Reads a credential's status and keeps it for cacheTtlMs (wall time, not the test-movable business clock). */
+  async #load(clientId: string): Promise<CachedCredential> {
+    const now = Date.now();
     const row = await this.#o.findClient(clientId);
     const value: CachedCredential = row ? { actor: row.actor, subject: row.subject, active: row.active } : null;
     if (this.#o.cacheTtlMs > 0) {
