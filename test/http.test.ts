@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { describeEachStore, TEST_SIGNING_KEYS as TOKEN_SIGNING_KEYS, warehouseBody } from './helpers/app.ts';
+import { describeEachStore, TEST_SIGNING_KEYS as TOKEN_SIGNING_KEYS, warehouseBody, whileWarehouseListFails } from './helpers/app.ts';
 import { paidTransfer, setup } from './helpers/flow.ts';
 import { createStore, migrateForTest, STORES } from './helpers/stores.ts';
 
@@ -250,11 +250,7 @@ describeEachStore('internal errors', (ctx) => {
   test('an unexpected failure is a 500 INTERNAL_ERROR with no internals in the body, logged with the request id', async () => {
     const t = ctx();
     const m = await t.merchant();
-    const original = t.services.warehouses.list;
-    t.services.warehouses.list = async () => {
-      throw new Error('SELECT secret_hash FROM credentials -- boom');
-    };
-    try {
+    await whileWarehouseListFails(t, 'SELECT secret_hash FROM credentials -- boom', async () => {
       const res = await t.as(m, { method: 'GET', url: '/warehouses', headers: { 'x-request-id': 'boom-1' } });
       assert.equal(res.statusCode, 500);
       assert.deepEqual(res.json(), {
@@ -268,9 +264,7 @@ describeEachStore('internal errors', (ctx) => {
       const logged = t.logs.find((l) => l.includes('boom-1') && l.includes('"level":50'));
       assert.ok(logged, 'the failure is logged at error level with the request id');
       assert.match(logged, /SELECT secret_hash FROM credentials -- boom/);
-    } finally {
-      t.services.warehouses.list = original;
-    }
+    });
   });
 });
 

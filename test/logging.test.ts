@@ -4,7 +4,7 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import pino from 'pino';
 import { logDestination, prettyLogs } from '../src/lib/log-output.ts';
-import { describeEachStore, warehouseBody } from './helpers/app.ts';
+import { describeEachStore, warehouseBody, whileWarehouseListFails } from './helpers/app.ts';
 
 /** Sends raw bytes (what fetch would refuse to send) and returns the whole answer. */
 function rawRequest(base: string, text: string): Promise<string> {
@@ -48,12 +48,7 @@ describeEachStore(
       await t.as(token, { method: 'POST', url: '/warehouses', payload: warehouseBody() });
       await t.as(token, { method: 'GET', url: '/warehouses?limit=0' });
       await t.as(`${token}x`, { method: 'GET', url: '/warehouses' });
-      const original = t.services.warehouses.list;
-      t.services.warehouses.list = async () => {
-        throw new Error('boom');
-      };
-      await t.as(token, { method: 'GET', url: '/warehouses' });
-      t.services.warehouses.list = original;
+      await whileWarehouseListFails(t, 'boom', () => t.as(token, { method: 'GET', url: '/warehouses' }));
 
       // Over real sockets: a secret in the query string (a client mistake), and headers too large for
       // Node's parser (its raw bytes, Authorization included, must not be logged either).
@@ -106,16 +101,10 @@ for (const level of ['warn', 'info'] as const) {
           level === 'info' ? ['incoming request', 'request completed'] : [],
         );
 
-        const original = t.services.warehouses.list;
-        t.services.warehouses.list = async () => {
-          throw new Error('boom');
-        };
-        try {
-          const failed = await t.as(token, { method: 'GET', url: '/warehouses', headers: { 'x-request-id': 'loud-one' } });
-          assert.equal(failed.statusCode, 500);
-        } finally {
-          t.services.warehouses.list = original;
-        }
+        const failed = await whileWarehouseListFails(t, 'boom', () =>
+          t.as(token, { method: 'GET', url: '/warehouses', headers: { 'x-request-id': 'loud-one' } }),
+        );
+        assert.equal(failed.statusCode, 500);
         const failedLines = linesOf('loud-one');
         const errors = failedLines.filter((l) => l.level >= 50);
         assert.ok(errors.length >= 1, 'the failure is logged at error with its request id');

@@ -188,3 +188,16 @@ export { warehouseBody } from '../../scripts/lib/fixtures.ts';
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 export const ISO_MS_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** Runs fn while the warehouses service's list fails with an unexpected error (GET /warehouses answers 500), then restores it. */
+export async function whileWarehouseListFails<T>(t: TestApp, message: string, fn: () => Promise<T>): Promise<T> {
+  const original = t.services.warehouses.list;
+  t.services.warehouses.list = async () => {
+    throw new Error(message);
+  };
+  try {
+    return await fn();
+  } finally {
+    t.services.warehouses.list = original;
+  }
+}
