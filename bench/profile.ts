@@ -1,5 +1,7 @@
 // `node bench/profile.ts ROW [seconds] [out.cpuprofile]`: one endpoint in process through app.inject (no sockets),
-// SQLite in a temp dir, LOG_LEVEL=warn; a CPU profile of the load phase only (node:inspector) goes to out.cpuprofile.
+// LOG_LEVEL=warn; a CPU profile of the load phase only (node:inspector) goes to out.cpuprofile, and the
+// statements each request sent to the database are counted (a round trip each on PostgreSQL).
+// SQLite in a temp dir; PROFILE_POSTGRES_URL=postgres://... profiles on PostgreSQL, in a fresh schema dropped after.
 // ROW: warehouse-get | warehouse-list | options | transfer | transfer-get | transfer-list
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,15 +15,36 @@ import { migrateToLatest, openDatabase } from '../src/db/database.ts';
 const [row = 'warehouse-list', secondsArg = '5', out = `/tmp/mds-${row}.cpuprofile`] = process.argv.slice(2);
 const KEYS = 'bench:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
 const dir = mkdtempSync(join(tmpdir(), 'mds-profile-'));
+const postgresUrl = process.env.PROFILE_POSTGRES_URL;
+const schema = postgresUrl ? `profile_${process.pid}` : undefined;
 const config = loadConfig({
   NODE_ENV: 'production',
   LOG_LEVEL: 'warn',
   TOKEN_SIGNING_KEYS: KEYS,
   // As npm run bench: counted, never refused (a 429 is not the row's work).
   MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000',
-  DATABASE_URL: `sqlite:${join(dir, 'p.sqlite')}`,
+  DATABASE_URL: postgresUrl ?? `sqlite:${join(dir, 'p.sqlite')}`,
 });
-const database = openDatabase({ url: config.databaseUrl });
+if (schema) {
+  const admin = openDatabase({ url: config.databaseUrl });
+  await admin.db.schema.createSchema(schema).execute();
+  await admin.close();
+}
+const database = openDatabase({ url: config.databaseUrl, schema });
+// Every statement the app sends goes through a connection the executor provides: count them there.
+let statements = 0;
+const counted = new WeakSet<object>();
+const executor = database.db.getExecutor();
+const provideConnection = executor.provideConnection.bind(executor);
+executor.provideConnection = (consumer) =>
+  provideConnection((connection) => {
+    if (!counted.has(connection)) {
+      counted.add(connection);
+      const executeQuery = connection.executeQuery.bind(connection);
+      connection.executeQuery = (q) => (statements++, executeQuery(q));
+    }
+    return consumer(connection);
+  });
 await migrateToLatest(database);
 const app = await buildApp({ config, database, signingKeys: parseSigningKeys(KEYS) });
 await app.ready();
@@ -83,6 +106,7 @@ await session.post('Profiler.enable');
 await session.post('Profiler.start');
 const end = performance.now() + Number(secondsArg) * 1000;
 let n = 0;
+const statementsBefore = statements;
 const cpu = process.cpuUsage();
 while (performance.now() < end) {
   await Promise.all(Array.from({ length: 10 }, run));
@@ -92,8 +116,14 @@ const used = process.cpuUsage(cpu);
 const { profile } = await session.post('Profiler.stop');
 writeFileSync(out, JSON.stringify(profile));
 console.log(
-  `${row}: ${n} requests, ${((used.user + used.system) / n).toFixed(0)} µs CPU each (inject, in process)${unexpected ? `, ${unexpected} NOT ${expected}` : ''}`,
+  `${row} on ${postgresUrl ? 'PostgreSQL' : 'SQLite'}: ${n} requests, ${((used.user + used.system) / n).toFixed(0)} µs CPU each (inject, in process), ` +
+    `${((statements - statementsBefore) / n).toFixed(1)} statements each${row === 'transfer' ? ' (its quote included)' : ''}${unexpected ? `, ${unexpected} NOT ${expected}` : ''}`,
 );
 await app.close();
 await database.close();
+if (schema) {
+  const admin = openDatabase({ url: config.databaseUrl });
+  await admin.db.schema.dropSchema(schema).cascade().execute();
+  await admin.close();
+}
 rmSync(dir, { recursive: true, force: true });

@@ -112,7 +112,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
       db,
       clock,
       tariffs,
-      warehouses,
+      dialect: database.dialect,
       ttlSeconds: config.quoteTtlSeconds,
       currency: config.currency,
       retentionDays: config.quoteRetentionDays,

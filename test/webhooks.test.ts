@@ -5,7 +5,7 @@ import { forbiddenAddress } from '../src/modules/webhooks/destination.ts';
 import { deliveryVerdict, RETRY_DELAYS_MS } from '../src/modules/webhooks/policy.ts';
 import { signatureHeader } from '../src/modules/webhooks/signing.ts';
 import { createTestApp, describeEachStore, type Merchant, type TestApp, UUID_RE } from './helpers/app.ts';
-import { quote, setup, transferBody } from './helpers/flow.ts';
+import { quote, quoteBody, setup, transferBody } from './helpers/flow.ts';
 import { type Received, startReceiver } from './helpers/receiver.ts';
 import { cli } from './helpers/server-process.ts';
 
@@ -422,6 +422,41 @@ describeEachStore(
       } finally {
         await rxA.close();
         await rxB.close();
+      }
+    });
+
+    test("a quote's event reaches exactly the merchant's enabled endpoints that take it, with or without an Idempotency-Key", async () => {
+      const t = ctx();
+      const rx = await startReceiver();
+      try {
+        const { m, w } = await setup(t, '5000', 'sandbox');
+        const other = await setup(t, '5000', 'sandbox');
+        const every = await createEndpoint(t, m, `${rx.url}/every`);
+        const quotes = await createEndpoint(t, m, `${rx.url}/quotes`, { eventTypes: ['quote.created', 'transfer.delivered'] });
+        const transfers = await createEndpoint(t, m, `${rx.url}/transfers`, { eventTypes: ['transfer.created'] });
+        const off = await createEndpoint(t, m, `${rx.url}/off`);
+        const disable = await t.as(m, { method: 'PUT', url: `/webhook-endpoints/${off.id}`, payload: { url: `${rx.url}/off`, status: 'DISABLED' } });
+        assert.equal(disable.statusCode, 200, disable.body);
+        const elsewhere = await createEndpoint(t, other.m, `${rx.url}/elsewhere`);
+
+        const plain = await quote(t, m, w.id);
+        const keyed = await t.as(m, { method: 'POST', url: '/options', headers: { 'idempotency-key': 'quote-fan-out-1' }, payload: quoteBody(w.id) });
+        assert.equal(keyed.statusCode, 201, keyed.body);
+        const replayed = await t.as(m, { method: 'POST', url: '/options', headers: { 'idempotency-key': 'quote-fan-out-1' }, payload: quoteBody(w.id) });
+        assert.deepEqual(replayed.json(), keyed.json(), 'the replay answers the same quote and writes nothing');
+        await t.services.webhookDelivery.runOnce();
+
+        const sent = async (ep: { id: string }, owner: Merchant) => (await attempts(t, owner, ep.id)).map((a) => a.webhookId).sort();
+        const both = [plain.event_id, keyed.json().event_id].sort();
+        assert.deepEqual(await sent(every, m), both);
+        assert.deepEqual(await sent(quotes, m), both);
+        assert.deepEqual(await sent(transfers, m), []);
+        assert.deepEqual(await sent(off, m), []);
+        assert.deepEqual(await sent(elsewhere, other.m), []);
+        assert.equal(rx.received.length, 4);
+        for (const r of rx.received) assert.equal(r.json.type, 'quote.created');
+      } finally {
+        await rx.close();
       }
     });
 

@@ -3,7 +3,7 @@ import { afterCommit } from '../../db/transaction.ts';
 import type { DB } from '../../db/types.ts';
 import { type EventCommitted, eventCommitted } from '../../lib/channels.ts';
 import { eventsRepository, type NewEvent } from '../events/repository.ts';
-import { webhooksRepository } from '../webhooks/repository.ts';
+import { endpointTakes, webhooksRepository } from '../webhooks/repository.ts';
 
 /**
  * The transactional outbox, in one function: the event row and its webhook deliveries (one per
@@ -41,7 +41,18 @@ const message = (event: NewEvent, position: number) => ({
   at: event.occurred_at,
 });
 
-function published(trx: Transaction<DB>, event: NewEvent): void {
-  if (eventCommitted.hasSubscribers)
-    afterCommit(trx, () => eventCommitted.publish({ type: event.type, merchantId: event.merchant_id } satisfies EventCommitted));
+/**
+ * For a caller that wrote the event and its deliveries itself in one statement (PostgreSQL's quote):
+ * which of the merchant's enabled endpoints, read beforehand, take this event, as webhooksRepository.fanOut chooses.
+ */
+export function eventTakers(endpoints: Array<{ id: string; event_types: string | null }>, type: string): string[] {
+  return endpoints.filter((e) => endpointTakes(e, type)).map((e) => e.id);
+}
+
+/** The event is published once `trx` commits; without a transaction, the statement that wrote it has committed: now. */
+export function published(trx: Transaction<DB> | undefined, event: Pick<NewEvent, 'type' | 'merchant_id'>): void {
+  if (!eventCommitted.hasSubscribers) return;
+  const publish = () => eventCommitted.publish({ type: event.type, merchantId: event.merchant_id } satisfies EventCommitted);
+  if (trx) afterCommit(trx, publish);
+  else publish();
 }

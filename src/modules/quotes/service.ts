@@ -1,15 +1,15 @@
 import type { Kysely } from 'kysely';
 import { inTransaction, type RecordOutcome } from '../../db/transaction.ts';
-import type { DB } from '../../db/types.ts';
+import type { DB, Dialect } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { quoteEstimates } from '../eta/estimates.ts';
 import type { TravelTimeModel } from '../eta/model.ts';
-import { appendEvent } from '../outbox/outbox.ts';
+import { eventsRepository } from '../events/repository.ts';
+import { eventInserted, eventTakers, published } from '../outbox/outbox.ts';
 import { distanceMetres, type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
-import type { WarehousesService } from '../warehouses/service.ts';
 import { quotesRepository } from './repository.ts';
 import type { Quote, QuoteRequest } from './schemas.ts';
 
@@ -51,7 +51,7 @@ export class QuotesService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
   readonly #tariffs: TariffsService;
-  readonly #warehouses: WarehousesService;
+  readonly #dialect: Dialect;
   readonly #ttlMs: number;
   readonly #currency: string;
   readonly #retentionMs: number;
@@ -60,7 +60,8 @@ export class QuotesService {
     db: Kysely<DB>;
     clock: Clock;
     tariffs: TariffsService;
-    warehouses: WarehousesService;
+    /** PostgreSQL writes a quote in one statement (quotesRepository.insertWithEventOnPostgres). */
+    dialect: Dialect;
     ttlSeconds: number;
     currency: string;
     /** Unused quotes are deleted this long after they expired (consumed ones stay with their transfer). */
@@ -72,7 +73,7 @@ export class QuotesService {
     this.#db = opts.db;
     this.#clock = opts.clock;
     this.#tariffs = opts.tariffs;
-    this.#warehouses = opts.warehouses;
+    this.#dialect = opts.dialect;
     this.#ttlMs = opts.ttlSeconds * 1000;
     this.#currency = opts.currency;
     this.#retentionMs = opts.retentionDays * 86_400_000;
@@ -108,11 +109,14 @@ export class QuotesService {
 
   /** Prices every product from the merchant's ACTIVE warehouse to the destination and stores a pending quote with those prices frozen. */
   async create(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>): Promise<Quote> {
-    const warehouse = await this.#warehouses.require(merchantId, req.warehouseId);
+    // One read for the warehouse, the tariff version in force and the endpoints that take the event.
+    const context = await quotesRepository.context(this.#db, merchantId, req.warehouseId);
+    if (!context) throw new AppError('WAREHOUSE_NOT_FOUND', `No warehouse ${req.warehouseId}`);
+    const { warehouse } = context;
     if (warehouse.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${warehouse.id} is DISABLED and cannot be quoted from`);
     const request: StoredRequest = { ...req, isFragile: req.isFragile ?? false, isPerishable: req.isPerishable ?? false };
     const window = req.pickupWindow && parsePickupWindow(req.pickupWindow, this.#clock.now());
-    const tariff = await this.#tariffs.current();
+    const tariff = await this.#tariffs.atVersion(context.tariffVersion);
     const { metres, products } = priceAll(tariff.document, {
       from: { lat: warehouse.lat, lng: warehouse.lng },
       to: request.destinationLocation,
@@ -168,24 +172,45 @@ export class QuotesService {
       distanceMeters: metres,
       expiresAt: iso(row.expires_at),
     };
+    const event = {
+      id: row.event_id,
+      merchant_id: merchantId,
+      transfer_id: row.transfer_id,
+      sequence: 1,
+      type: 'quote.created',
+      state: null,
+      actor_type: 'merchant' as const,
+      actor_id: null,
+      actor_name: null,
+      data: JSON.stringify({ quoteId: row.id, warehouseId: row.warehouse_id, expiresAt: quote.expiresAt }),
+      occurred_at: now,
+    };
+    // Who takes the event was read with the warehouse, before the write (as the transfer's PostgreSQL path does).
+    const endpointIds = eventTakers(context.endpoints, event.type);
     // The quote and its quote.created event (sequence 1 of the transfer it announces) commit together.
+    if (this.#dialect === 'postgres') {
+      const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
+      if (!record) {
+        // One statement that commits by itself: one round trip for the whole write.
+        await quotesRepository.insertWithEventOnPostgres(this.#db, row, event, deliveries);
+        published(undefined, event);
+        return quote;
+      }
+      return inTransaction(
+        this.#db,
+        async (trx) => {
+          await quotesRepository.insertWithEventOnPostgres(trx, row, event, deliveries);
+          published(trx, event);
+          return quote;
+        },
+        record,
+      );
+    }
     return inTransaction(
       this.#db,
       async (trx) => {
         await quotesRepository.insert(trx, row);
-        await appendEvent(trx, {
-          id: row.event_id,
-          merchant_id: merchantId,
-          transfer_id: row.transfer_id,
-          sequence: 1,
-          type: 'quote.created',
-          state: null,
-          actor_type: 'merchant',
-          actor_id: null,
-          actor_name: null,
-          data: JSON.stringify({ quoteId: row.id, warehouseId: row.warehouse_id, expiresAt: quote.expiresAt }),
-          occurred_at: now,
-        });
+        await eventInserted(trx, event, await eventsRepository.insert(trx, event), endpointIds);
         return quote;
       },
       record,

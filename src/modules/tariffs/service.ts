@@ -55,9 +55,14 @@ export class TariffsService {
   async current(db: Db = this.#db): Promise<Tariff> {
     // Read the version each time (an operator may change it from another process); parse only when it changed.
     const latest = await db.selectFrom('tariffs').select('version').orderBy('version', 'desc').limit(1).executeTakeFirst();
-    if (!latest) return { version: 0, document: DEFAULT_TARIFF };
-    if (this.#cached?.version === latest.version) return this.#cached;
-    const row = await db.selectFrom('tariffs').select(['version', 'document']).where('version', '=', latest.version).executeTakeFirstOrThrow();
+    return this.atVersion(latest?.version ?? null, db);
+  }
+
+  /** The tariff of this version (null: none was ever set, the built-in default), parsed once per version. */
+  async atVersion(version: number | null, db: Db = this.#db): Promise<Tariff> {
+    if (version === null) return { version: 0, document: DEFAULT_TARIFF };
+    if (this.#cached?.version === version) return this.#cached;
+    const row = await db.selectFrom('tariffs').select(['version', 'document']).where('version', '=', version).executeTakeFirstOrThrow();
     this.#cached = { version: row.version, document: JSON.parse(row.document) };
     return this.#cached;
   }

@@ -16,7 +16,9 @@ export interface OutgoingMessage {
   at: number;
 }
 
-const matches = (e: Pick<EndpointRow, 'event_types'>, type: string) => e.event_types === null || (JSON.parse(e.event_types) as string[]).includes(type);
+/** Whether an endpoint takes this type of event (its event_types: a JSON array, null for every type). */
+export const endpointTakes = (e: Pick<EndpointRow, 'event_types'>, type: string) =>
+  e.event_types === null || (JSON.parse(e.event_types) as string[]).includes(type);
 
 /** Endpoint queries are scoped to the merchant; the unscoped ones serve operators and the worker. */
 /**
@@ -84,7 +86,7 @@ export const webhooksRepository = {
     let q = trx.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('merchant_id', '=', merchantId).where('status', '=', 'ENABLED');
     if (target.only !== undefined) q = q.where('id', '=', target.only);
     if (target.except !== undefined) q = q.where('id', '!=', target.except);
-    return (await q.execute()).filter((e) => target.only !== undefined || matches(e, type)).map((e) => e.id);
+    return (await q.execute()).filter((e) => target.only !== undefined || endpointTakes(e, type)).map((e) => e.id);
   },
 
   /** One pending delivery of the message to each of these endpoints. */
@@ -116,7 +118,7 @@ export const webhooksRepository = {
   /** Replay: a new delivery to one endpoint for each of these events (the merchant's, read by the caller) that it takes. */
   async replay(trx: Transaction<DB>, endpoint: EndpointRow, events: Array<{ id: string; type: string; position: number }>, now: number): Promise<number> {
     const rows = events
-      .filter((e) => matches(endpoint, e.type))
+      .filter((e) => endpointTakes(endpoint, e.type))
       .map((e) => ({
         id: newId(),
         merchant_id: endpoint.merchant_id,
