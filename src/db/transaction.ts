@@ -35,17 +35,27 @@ export async function inTransaction<T>(
   fn: (trx: Transaction<DB>) => Promise<T>,
   beforeCommit?: (trx: Transaction<DB>, result: T) => Promise<void>,
 ): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
+  return withRetries(async () => {
     let current: Transaction<DB> | undefined;
+    const result = await db.transaction().execute(async (trx) => {
+      current = trx;
+      const r = await fn(trx);
+      await beforeCommit?.(trx, r); // e.g. the Idempotency-Key outcome: it commits with the work or not at all
+      return r;
+    });
+    for (const hook of (current && afterCommitHooks.get(current)) ?? []) hook();
+    return result;
+  });
+}
+
+/**
+ * Runs fn, again after a serialization failure, a deadlock or a busy file, as inTransaction does: for
+ * one statement that commits by itself (PostgreSQL's one-statement quote and transfer).
+ */
+export async function withRetries<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
     try {
-      const result = await db.transaction().execute(async (trx) => {
-        current = trx;
-        const r = await fn(trx);
-        await beforeCommit?.(trx, r); // e.g. the Idempotency-Key outcome: it commits with the work or not at all
-        return r;
-      });
-      for (const hook of (current && afterCommitHooks.get(current)) ?? []) hook();
-      return result;
+      return await fn();
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS || !isRetryable(err)) throw err;
       // Full jitter: 0..(10ms * 2^attempt), so colliding transactions spread out.

@@ -19,14 +19,9 @@ export async function appendEvent(trx: Transaction<DB>, event: NewEvent): Promis
 }
 
 /**
- * appendEvent in two parts, for a caller that inserts the event row itself within a larger statement
- * (PostgreSQL's one-statement transfer): first the endpoints that take it, then, with the position the
- * insert returned, their deliveries and the publication after commit. Same transaction, same outcome.
+ * The second half of appendEvent, for a caller that inserted the event row itself and already knows who
+ * takes it (the quote read its endpoints with its warehouse): their deliveries and the publication after commit.
  */
-export async function eventTargets(trx: Transaction<DB>, event: Pick<NewEvent, 'merchant_id' | 'type'>): Promise<string[]> {
-  return webhooksRepository.targets(trx, event.merchant_id, event.type);
-}
-
 export async function eventInserted(trx: Transaction<DB>, event: NewEvent, position: number, endpointIds: string[]): Promise<void> {
   await webhooksRepository.deliver(trx, message(event, position), endpointIds);
   published(trx, event);

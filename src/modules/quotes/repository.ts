@@ -1,6 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import { insertRow, prepared } from '../../db/prepared.ts';
 import type { Db, EventsTable, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
+import { deliveriesOfEventSql } from '../webhooks/repository.ts';
 
 export type QuoteRow = QuotesTable;
 
@@ -10,8 +11,15 @@ export interface QuoteContext {
   /** The newest tariff version; null when none was ever set (the built-in default is in force). */
   tariffVersion: number | null;
   /** The merchant's enabled webhook endpoints, with the event types each takes (null: every type). */
-  endpoints: Array<{ id: string; event_types: string | null }>;
+  endpoints: EndpointTypes[];
 }
+
+/** An enabled webhook endpoint and the event types it takes (null: every type). */
+export type EndpointTypes = { id: string; event_types: string | null };
+
+/** The endpoints of a read that left-joined them (one row each, or one row of nulls for none). */
+const endpointsOf = (rows: Array<{ endpoint_id: string | null; endpoint_event_types: string | null }>): EndpointTypes[] =>
+  rows.flatMap((r) => (r.endpoint_id === null ? [] : [{ id: r.endpoint_id, event_types: r.endpoint_event_types }]));
 
 type ContextRow = WarehousesTable & { tariff_version: number | string | null; endpoint_id: string | null; endpoint_event_types: string | null };
 
@@ -74,9 +82,7 @@ const D = E + EVENT_COLUMNS.length; // then the deliveries' ids and endpoints, a
  */
 const INSERT_WITH_EVENT = `with q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) values (${placeholders(1, E)})),
 e as (insert into events (${EVENT_COLUMNS.join(', ')}) values (${placeholders(E + 1, EVENT_COLUMNS.length)}) returning position, id, merchant_id, type, occurred_at),
-d as (insert into webhook_deliveries (id, merchant_id, endpoint_id, message_id, event_type, event_position, payload, status, attempts, next_attempt_at, locked_until, lease, created_at, updated_at)
-  select d.id, e.merchant_id, d.endpoint_id, e.id, e.type, e.position, null, 'pending', 0, e.occurred_at, null, null, e.occurred_at, e.occurred_at
-  from e cross join unnest($${D + 1}::text[], $${D + 2}::text[]) as d(id, endpoint_id))
+d as (${deliveriesOfEventSql('e', `$${D + 1}`, `$${D + 2}`)})
 select position from e`;
 
 /** A quote consumed for a transfer, with what the transfer needs of its warehouse and its merchant (read by the same statement). */
@@ -86,6 +92,30 @@ export type ConsumedQuote = QuoteRow & {
   merchant_mode: MerchantMode | null;
   merchant_balance: number | null;
 };
+
+type ForTransferRow = ConsumedQuote & { endpoint_id: string | null; endpoint_event_types: string | null };
+
+// PostgreSQL's transfer reads its quote before the one statement that consumes it: with the warehouse's
+// status, the merchant's name, mode and balance, and one row per enabled endpoint of the merchant.
+const forTransfer = prepared<[string, string], ForTransferRow>((db, arg) =>
+  db
+    .selectFrom('quotes as q')
+    .leftJoin('warehouses as w', (join) => join.onRef('w.id', '=', 'q.warehouse_id').onRef('w.merchant_id', '=', 'q.merchant_id'))
+    .leftJoin('merchants as m', 'm.id', 'q.merchant_id')
+    .leftJoin('webhook_endpoints as e', (join) => join.onRef('e.merchant_id', '=', 'q.merchant_id').on('e.status', '=', 'ENABLED'))
+    .selectAll('q')
+    .select([
+      'w.status as warehouse_status',
+      'm.name as merchant_name',
+      'm.mode as merchant_mode',
+      'm.balance as merchant_balance',
+      'e.id as endpoint_id',
+      'e.event_types as endpoint_event_types',
+    ])
+    .where('q.merchant_id', '=', arg(0))
+    .where('q.id', '=', arg(1))
+    .orderBy('e.id'),
+);
 
 export const quotesRepository = {
   async insert(db: Db, row: QuoteRow): Promise<void> {
@@ -101,7 +131,7 @@ export const quotesRepository = {
     return {
       warehouse,
       tariffVersion: tariff_version === null ? null : Number(tariff_version),
-      endpoints: rows.flatMap((r) => (r.endpoint_id === null ? [] : [{ id: r.endpoint_id, event_types: r.endpoint_event_types }])),
+      endpoints: endpointsOf(rows),
     };
   },
 
@@ -146,6 +176,18 @@ export const quotesRepository = {
         eb.selectFrom('merchants').select('merchants.balance').where('merchants.id', '=', merchantId).as('merchant_balance'),
       ])
       .executeTakeFirst() as Promise<ConsumedQuote | undefined>;
+  },
+
+  /**
+   * The quote as consumeForTransfer returns it, without consuming it, and the merchant's enabled webhook
+   * endpoints: what PostgreSQL's one-statement transfer (transfersRepository.createOnPostgres) needs first.
+   */
+  async forTransfer(db: Db, merchantId: string, id: string): Promise<{ quote: ConsumedQuote; endpoints: EndpointTypes[] } | undefined> {
+    const rows = await forTransfer.rows(db, merchantId, id);
+    const first = rows[0];
+    if (!first) return undefined;
+    const { endpoint_id: _id, endpoint_event_types: _types, ...quote } = first;
+    return { quote, endpoints: endpointsOf(rows) };
   },
 
   /** Deletes at most `limit` quotes that were never used and expired before `before` (retention). */

@@ -1,7 +1,8 @@
-import { sql, type Transaction } from 'kysely';
+import { CompiledQuery, type Transaction } from 'kysely';
 import { insertRow, prepared } from '../../db/prepared.ts';
 import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
 import type { NewEvent } from '../events/repository.ts';
+import { deliveriesOfEventSql } from '../webhooks/repository.ts';
 
 export type TransferRow = TransfersTable;
 
@@ -49,6 +50,42 @@ const newest = prepared<[string, number], TransferRow>((db, arg) =>
   db.selectFrom('transfers').selectAll().where('merchant_id', '=', arg(0)).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(arg(1)),
 );
 
+/** SQLSTATE of createOnPostgres's refusal when the balance does not cover the price (division_by_zero). */
+const INSUFFICIENT_BALANCE_GUARD = '22012';
+
+/** createOnPostgres failed because the merchant's balance does not cover the price (nothing was written). */
+export const isInsufficientBalanceGuard = (err: unknown) => (err as { code?: string })?.code === INSUFFICIENT_BALANCE_GUARD;
+
+// createOnPostgres's statement, per set of columns (the rows' keys; the same on every call in practice).
+// Rows travel as JSON objects that json_populate_record turns into the table's types, so the inserts can
+// select FROM the debit (and happen only with it) without a cast per column.
+const createStatements = new Map<string, string>();
+function createStatement(transferColumns: string[], eventColumns: string[]): string {
+  const key = `${transferColumns.join(',')} ${eventColumns.join(',')}`;
+  let text = createStatements.get(key);
+  if (text) return text;
+  const r = (columns: string[]) => columns.map((c) => `r.${c}`).join(', ');
+  text = `with c as (
+  update quotes set status = 'consumed', consumed_at = $3 where merchant_id = $2 and id = $1 and status = 'pending' and expires_at > $3 returning id),
+debit as (
+  update merchants set balance = balance + $4, updated_at = $3
+  where id = $2 and balance + $4 >= 0 and balance + $4 <= ${Number.MAX_SAFE_INTEGER} and exists (select 1 from c) returning balance),
+t as (
+  insert into transfers (${transferColumns.join(', ')}) select ${r(transferColumns)} from debit, json_populate_record(null::transfers, $5::json) r returning id),
+e as (
+  insert into events (${eventColumns.join(', ')}) select ${r(eventColumns)} from debit, json_populate_record(null::events, $6::json) r
+  returning position, id, merchant_id, type, occurred_at),
+l as (
+  insert into ledger_entries (id, merchant_id, kind, amount, balance_after, transfer_id, note, created_at)
+  select r.id, r.merchant_id, r.kind, r.amount, debit.balance, r.transfer_id, r.note, r.created_at
+  from debit, json_populate_record(null::ledger_entries, $7::json) r where $7::json is not null returning id),
+d as (${deliveriesOfEventSql('e', '$8', '$9')})
+select (select count(*) from c) as consumed, (select balance from debit) as balance, (select position from e) as position,
+  1 / (case when exists (select 1 from c) and not exists (select 1 from debit) then 0 else 1 end) as insufficient_balance_guard`;
+  createStatements.set(key, text);
+  return text;
+}
+
 /** Merchant-facing queries are scoped to the merchant; the unscoped ones serve operators and the scheduler. */
 export const transfersRepository = {
   async insert(db: Db, row: TransferRow): Promise<void> {
@@ -56,44 +93,48 @@ export const transfersRepository = {
   },
 
   /**
-   * PostgreSQL: the rest of a transfer's transaction after its quote was consumed, as ONE statement (one
-   * round trip): the debit (conditional, as adjustBalance), the transfer row, its event, and the ledger
-   * entry with the balance the debit returned. The merchant's balance row, the one row all its transfers
-   * share, is then locked for this statement and the COMMIT only. The inserts run whether or not the
-   * debit matched: `balance` null means it did not (insufficient), and the caller's refusal rolls it all
-   * back. `position` is the event's, for its webhook deliveries.
+   * PostgreSQL: a whole transfer as ONE statement (one round trip; outside a transaction it commits by
+   * itself): the quote consumed (pending and unexpired, as consumeForTransfer), the balance debited
+   * (conditional, as adjustBalance), and, only if both happened, the transfer row, its event, the ledger
+   * entry with the balance the debit returned, and the event's webhook deliveries. The merchant's balance
+   * row, the one row all its transfers share, is locked for this statement and its commit only.
+   * `consumed` false: the quote could not be consumed and nothing was written. A quote consumed without
+   * a debit (the balance does not cover the price) fails the statement with INSUFFICIENT_BALANCE_GUARD
+   * (a division by zero), which undoes the consumption: see isInsufficientBalanceGuard.
    */
-  async insertDebitedOnPostgres(
-    trx: Transaction<DB>,
-    w: { transfer: TransferRow; event: NewEvent; delta: number; at: number; ledger?: Omit<LedgerEntriesTable, 'balance_after'> },
-  ): Promise<{ balance: number | null; position: number }> {
-    const { transfer, event, delta, at, ledger } = w;
-    let q = trx
-      .with('debit', (db) =>
-        db
-          .updateTable('merchants')
-          .set((eb) => ({ balance: eb('balance', '+', delta), updated_at: at }))
-          .where('id', '=', transfer.merchant_id)
-          .where((eb) => eb('balance', '+', delta), '>=', 0)
-          .where((eb) => eb('balance', '+', delta), '<=', Number.MAX_SAFE_INTEGER)
-          .returning('balance'),
-      )
-      .with('t', (db) => db.insertInto('transfers').values(transfer).returning('id'))
-      .with('e', (db) => db.insertInto('events').values(event).returning('position'));
-    if (ledger) {
-      // Typed casts: the values are selected (from the debit), not VALUES, so PostgreSQL cannot infer them from the columns.
-      q = q.with(
-        'l',
-        () =>
-          sql`(insert into ledger_entries (id, merchant_id, kind, amount, balance_after, transfer_id, note, created_at)
-          select ${ledger.id}::text, ${ledger.merchant_id}::text, ${ledger.kind}::text, ${ledger.amount}::bigint, debit.balance,
-                 ${ledger.transfer_id}::text, ${ledger.note}::text, ${ledger.created_at}::bigint from debit returning id)`,
-      ) as unknown as typeof q;
-    }
-    const row = await q
-      .selectNoFrom((eb) => [eb.selectFrom('debit').select('balance').as('balance'), eb.selectFrom('e').select('position').as('position')])
-      .executeTakeFirstOrThrow();
-    return { balance: row.balance === null ? null : Number(row.balance), position: Number(row.position) };
+  async createOnPostgres(
+    db: Db,
+    w: {
+      quoteId: string;
+      transfer: TransferRow;
+      event: NewEvent;
+      delta: number;
+      at: number;
+      ledger?: Omit<LedgerEntriesTable, 'balance_after'>;
+      deliveries: { ids: string[]; endpointIds: string[] };
+    },
+  ): Promise<{ consumed: boolean; balance: number | null; position: number | null }> {
+    const { transfer, event, ledger } = w;
+    const parameters = [
+      w.quoteId,
+      transfer.merchant_id,
+      w.at,
+      w.delta,
+      JSON.stringify(transfer),
+      JSON.stringify(event),
+      ledger ? JSON.stringify(ledger) : null,
+      w.deliveries.ids,
+      w.deliveries.endpointIds,
+    ];
+    const result = await db.executeQuery(
+      CompiledQuery.raw(createStatement(Object.keys(transfer), Object.keys(event)), parameters) as CompiledQuery<{
+        consumed: number;
+        balance: number | null;
+        position: number | null;
+      }>,
+    );
+    const row = result.rows[0];
+    return { consumed: Number(row?.consumed) === 1, balance: row?.balance ?? null, position: row?.position === null ? null : Number(row?.position) };
   },
 
   async find(db: Db, merchantId: string, id: string): Promise<TransferRow | undefined> {

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { afterCommit, inTransaction, isUniqueViolation, type RecordOutcome } from '../../db/transaction.ts';
+import { afterCommit, inTransaction, isUniqueViolation, type RecordOutcome, withRetries } from '../../db/transaction.ts';
 import { type ActorType, type DB, type Db, type Dialect, type MerchantMode, TRANSFER_STATES, type TransferState } from '../../db/types.ts';
 import { dispatchOutcome } from '../../lib/channels.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
@@ -16,8 +16,8 @@ import type { Point, TravelTimeModel } from '../eta/model.ts';
 import { eventsRepository, type NewEvent } from '../events/repository.ts';
 import { type Event, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
-import { appendEvent, eventInserted, eventTargets } from '../outbox/outbox.ts';
-import { type QuoteRow, quotesRepository } from '../quotes/repository.ts';
+import { appendEvent, eventTakers, published } from '../outbox/outbox.ts';
+import { type ConsumedQuote, type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
 import type { PricedProduct } from '../tariffs/pricing.ts';
 import {
@@ -29,7 +29,7 @@ import {
   SYSTEM_CANCELLATION_REASON,
   TERMINAL_STATES,
 } from './lifecycle.ts';
-import { type TransferListFilter, type TransferRow, transfersRepository } from './repository.ts';
+import { isInsufficientBalanceGuard, type TransferListFilter, type TransferRow, transfersRepository } from './repository.ts';
 import type { AdvanceRequest, CancelRequest, Transfer, TransferListQuery, TransferRequest } from './schemas.ts';
 
 /** The descriptive part of a transfer, frozen at creation (stored as JSON in transfers.details). */
@@ -107,7 +107,7 @@ export interface TransfersOptions {
   courierAt?: (db: Db, courierId: string) => Promise<Point | undefined>;
   /** A scheduled pickup is offered to couriers this long before its window starts (they arrive within it). */
   dispatchLeadSeconds?: number;
-  /** PostgreSQL writes a transfer's critical section in one statement (transfersRepository.insertDebitedOnPostgres). */
+  /** PostgreSQL writes a whole transfer in one statement (transfersRepository.createOnPostgres). */
   dialect?: Dialect;
 }
 
@@ -191,71 +191,17 @@ export class TransfersService {
   }
 
   async #create(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>): Promise<TransferRow> {
+    if (this.#opts.dialect === 'postgres') return this.#createOnPostgres(merchantId, req, record);
     return inTransaction(
       this.#db,
       async (trx) => {
         const now = this.#clock.now();
-        const postgres = this.#opts.dialect === 'postgres';
-        // PostgreSQL: who takes the event is read first, before any row is locked.
-        const endpoints = postgres ? await eventTargets(trx, { merchant_id: merchantId, type: 'transfer.created' }) : [];
         // Consume first, in one conditional statement: that is what makes "at most once" hold under
         // concurrency, on any instance. A refusal below throws and the rollback makes it pending again.
         // The same statement reads the warehouse's status and the merchant's name, mode and balance.
         const quote = await quotesRepository.consumeForTransfer(trx, merchantId, req.matchmakingId, now);
         if (!quote) throw await this.#whyNotConsumable(trx, merchantId, req.matchmakingId, now);
-        const products = JSON.parse(quote.products) as Record<string, PricedProduct>;
-        const product = Object.hasOwn(products, req.productKey) ? products[req.productKey] : undefined;
-        if (!product) {
-          const keys = Object.keys(products).map((k) => `"${k}"`);
-          throw new AppError('PRODUCT_NOT_AVAILABLE', `The quote has no product "${req.productKey}"; its products are ${keys.join(', ')}`);
-        }
-        if (product.status !== 'AVAILABLE') {
-          throw new AppError('PRODUCT_NOT_AVAILABLE', `Product "${req.productKey}" is not available for this quote (${product.unavailableReason})`);
-        }
-        if (quote.warehouse_status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
-
-        const transfer = this.#newTransfer(merchantId, quote.merchant_name ?? '', quote.merchant_mode ?? 'live', quote, req, product, now);
-        const event: NewEvent = {
-          id: newId(),
-          merchant_id: merchantId,
-          transfer_id: transfer.id,
-          sequence: transfer.last_sequence,
-          type: 'transfer.created',
-          state: 'inProgress',
-          actor_type: 'merchant',
-          actor_id: null,
-          actor_name: null,
-          data: JSON.stringify({
-            totalPrice: minorToNumber(transfer.total_amount),
-            currency: transfer.currency,
-            productKey: transfer.product_key,
-            warehouseId: transfer.warehouse_id,
-            ...estimateData(transfer.estimated_pickup_at ?? null, transfer.estimated_delivery_at ?? null),
-          }),
-          occurred_at: now,
-        };
-        const price = product.payableMinor;
-        const ledger =
-          price > 0
-            ? { id: newId(), merchant_id: merchantId, kind: 'CHARGE' as const, amount: -price, transfer_id: transfer.id, note: null, created_at: now }
-            : undefined;
-        const insufficient = () => {
-          const current = quote.merchant_balance ?? 0;
-          return new AppError(
-            'INSUFFICIENT_BALANCE',
-            `The balance (${formatMinor(current)} ${quote.currency}) does not cover ${product.common.price.payable_amount} ${quote.currency}; top up and retry`,
-            { extra: { balance: minorToNumber(current), required: minorToNumber(price), currency: quote.currency } },
-          );
-        };
-
-        if (postgres) {
-          // One round trip for the debit, the transfer, its event and the ledger entry: the balance row is held
-          // for this statement and the commit (and the webhook deliveries' insert, if the merchant has endpoints).
-          const { balance, position } = await transfersRepository.insertDebitedOnPostgres(trx, { transfer, event, delta: -price, at: now, ledger });
-          if (balance === null) throw insufficient();
-          await eventInserted(trx, event, position, endpoints);
-          return transfer;
-        }
+        const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, quote, req, now);
         await transfersRepository.insert(trx, transfer);
         await appendEvent(trx, event);
         // The balance row is the one row all of a merchant's transfers share: lock it last, so it is held
@@ -267,6 +213,94 @@ export class TransfersService {
       },
       record && ((trx, row) => record(trx, this.#toTransfer(row))),
     );
+  }
+
+  /**
+   * PostgreSQL: two round trips. A read of the quote (with its warehouse, its merchant and who takes the
+   * event), the checks, then one statement that consumes the quote, debits the balance and writes the
+   * rest only if both happened (transfersRepository.createOnPostgres). Without an Idempotency-Key that
+   * statement commits by itself; with one, it shares a transaction with the key's outcome.
+   */
+  async #createOnPostgres(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>): Promise<TransferRow> {
+    const now = this.#clock.now();
+    const found = await quotesRepository.forTransfer(this.#db, merchantId, req.matchmakingId);
+    if (found?.quote.status !== 'pending' || found.quote.expires_at <= now) {
+      throw await this.#whyNotConsumable(this.#db, merchantId, req.matchmakingId, now);
+    }
+    const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, found.quote, req, now);
+    const endpointIds = eventTakers(found.endpoints, event.type);
+    const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
+    const write = async (db: Db, trx?: Transaction<DB>) => {
+      let outcome: { consumed: boolean };
+      try {
+        outcome = await transfersRepository.createOnPostgres(db, { quoteId: req.matchmakingId, transfer, event, delta: -price, at: now, ledger, deliveries });
+      } catch (err) {
+        throw isInsufficientBalanceGuard(err) ? insufficient() : err;
+      }
+      // Consumed by another request (or expired) since the read: nothing was written.
+      if (!outcome.consumed) throw await this.#whyNotConsumable(db, merchantId, req.matchmakingId, now);
+      published(trx, event);
+      return transfer;
+    };
+    if (!record) return withRetries(() => write(this.#db));
+    return inTransaction(
+      this.#db,
+      (trx) => write(trx, trx),
+      (trx, row) => record(trx, this.#toTransfer(row)),
+    );
+  }
+
+  /**
+   * What a transfer of this quote writes, once the quote's product and warehouse pass: the row, its
+   * transfer.created event, the price, the ledger entry (none for a free product) and the refusal for
+   * a balance that does not cover the price. Throws the refusal for a product or warehouse that cannot be used.
+   */
+  #plan(merchantId: string, quote: ConsumedQuote, req: TransferRequest, now: number) {
+    const products = JSON.parse(quote.products) as Record<string, PricedProduct>;
+    const product = Object.hasOwn(products, req.productKey) ? products[req.productKey] : undefined;
+    if (!product) {
+      const keys = Object.keys(products).map((k) => `"${k}"`);
+      throw new AppError('PRODUCT_NOT_AVAILABLE', `The quote has no product "${req.productKey}"; its products are ${keys.join(', ')}`);
+    }
+    if (product.status !== 'AVAILABLE') {
+      throw new AppError('PRODUCT_NOT_AVAILABLE', `Product "${req.productKey}" is not available for this quote (${product.unavailableReason})`);
+    }
+    if (quote.warehouse_status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
+
+    const transfer = this.#newTransfer(merchantId, quote.merchant_name ?? '', quote.merchant_mode ?? 'live', quote, req, product, now);
+    const event: NewEvent = {
+      id: newId(),
+      merchant_id: merchantId,
+      transfer_id: transfer.id,
+      sequence: transfer.last_sequence,
+      type: 'transfer.created',
+      state: 'inProgress',
+      actor_type: 'merchant',
+      actor_id: null,
+      actor_name: null,
+      data: JSON.stringify({
+        totalPrice: minorToNumber(transfer.total_amount),
+        currency: transfer.currency,
+        productKey: transfer.product_key,
+        warehouseId: transfer.warehouse_id,
+        ...estimateData(transfer.estimated_pickup_at ?? null, transfer.estimated_delivery_at ?? null),
+      }),
+      occurred_at: now,
+    };
+    const price = product.payableMinor;
+    const ledger =
+      price > 0
+        ? { id: newId(), merchant_id: merchantId, kind: 'CHARGE' as const, amount: -price, transfer_id: transfer.id, note: null, created_at: now }
+        : undefined;
+    const insufficient = () => {
+      const current = quote.merchant_balance ?? 0;
+      return new AppError(
+        'INSUFFICIENT_BALANCE',
+        `The balance (${formatMinor(current)} ${quote.currency}) does not cover ${product.common.price.payable_amount} ${quote.currency}; top up and retry`,
+        { extra: { balance: minorToNumber(current), required: minorToNumber(price), currency: quote.currency } },
+      );
+    };
+    return { transfer, event, price, ledger, insufficient };
   }
 
   /** The refusal for a quote that could not be consumed: missing (or another merchant's), already used, or expired. */

@@ -28,6 +28,17 @@ export const endpointTakes = (e: Pick<EndpointRow, 'event_types'>, type: string)
  */
 const CLOCK_AHEAD_MS = 60_000;
 
+/**
+ * For a statement that inserts an event in a CTE named `event` (returning position, id, merchant_id,
+ * type, occurred_at): the body of a CTE inserting one pending delivery per pair of the two text-array
+ * parameters (delivery ids, endpoint ids), as deliver() writes them. One statement text whatever the
+ * number of endpoints; none when the arrays are empty.
+ */
+export const deliveriesOfEventSql = (event: string, ids: string, endpointIds: string) =>
+  `insert into webhook_deliveries (id, merchant_id, endpoint_id, message_id, event_type, event_position, payload, status, attempts, next_attempt_at, locked_until, lease, created_at, updated_at)
+  select d.id, ${event}.merchant_id, d.endpoint_id, ${event}.id, ${event}.type, ${event}.position, null, 'pending', 0, ${event}.occurred_at, null, null, ${event}.occurred_at, ${event}.occurred_at
+  from ${event} cross join unnest(${ids}::text[], ${endpointIds}::text[]) as d(id, endpoint_id)`;
+
 export const webhooksRepository = {
   async insertEndpoint(db: Db, row: EndpointRow): Promise<void> {
     await db.insertInto('webhook_endpoints').values(row).execute();
