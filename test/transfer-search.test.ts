@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { CompiledQuery } from 'kysely';
+import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { type TransferListFilter, transfersRepository } from '../src/modules/transfers/repository.ts';
 import type { Transfer } from '../src/modules/transfers/schemas.ts';
 import { describeEachStore, type TestApp } from './helpers/app.ts';
 import { seedMerchant } from './helpers/seed.ts';
@@ -121,4 +124,41 @@ describeEachStore('deliveries search', (ctx) => {
       assert.match(JSON.stringify(err.options) + err.detail, new RegExp(path.replace('/', '\\/')), JSON.stringify(query));
     }
   });
+});
+
+test("every list of transfers, the console's newest-first included, walks an index and stops: no whole-table read or sort (SQLite plans)", async () => {
+  const database = openDatabase({ url: 'sqlite::memory:' });
+  try {
+    await migrateToLatest(database);
+    // The statements transfersRepository.list really sends, captured as they go through the connection.
+    const sent: CompiledQuery[] = [];
+    const executor = database.db.getExecutor();
+    const provide = executor.provideConnection.bind(executor);
+    executor.provideConnection = (consumer) =>
+      provide((connection) =>
+        consumer({ ...connection, executeQuery: (q) => (sent.push(q), connection.executeQuery(q)), streamQuery: connection.streamQuery.bind(connection) }),
+      );
+    const m = '01a20058-cb4a-7657-ba2b-fa105300957e';
+    const lists: Array<[string, string | undefined, TransferListFilter]> = [
+      ['dashboard: first page', m, { limit: 51, state: undefined }],
+      ['dashboard: a state', m, { limit: 51, state: 'cancelled' }],
+      ['dashboard: a phone', m, { limit: 51, recipientPhone: '79000000003' }],
+      ['console: every merchant, newest first', undefined, { limit: 51 }],
+      ['console: every merchant, a date range', undefined, { limit: 51, createdFrom: 1, createdTo: 2 }],
+      ['console: every merchant, a state', undefined, { limit: 51, state: 'cancelled' }],
+      ['console: every merchant, next page', undefined, { limit: 51, before: { createdAt: 5, id: m } }],
+    ];
+    for (const [what, merchantId, filter] of lists) {
+      sent.length = 0;
+      await transfersRepository.list(database.db, merchantId, filter);
+      assert.equal(sent.length, 1, what);
+      const plan = (await database.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${sent[0].sql}`, [...sent[0].parameters]))).rows
+        .map((r) => r.detail)
+        .join('; ');
+      assert.match(plan, /USING (COVERING )?INDEX/, `${what}: ${plan}`);
+      assert.doesNotMatch(plan, /SCAN transfers(?! USING)|TEMP B-TREE FOR ORDER BY/, `${what}: ${plan}`);
+    }
+  } finally {
+    await database.close();
+  }
 });
