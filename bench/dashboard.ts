@@ -1,4 +1,5 @@
-// The dashboard's deliveries list over 10^5 transfers of one merchant, at 10 concurrent logged-in users,
+// The pages over 10^5 transfers of one merchant, at 10 concurrent logged-in people: the dashboard's
+// deliveries list, the operator console's transfers list and the courier app's jobs page,
 // against the raw node:http baseline as the other rows (bench/run.ts). Run by `npm run bench` after its
 // rows (same flags: --postgres, --smoke), or alone: `node bench/dashboard.ts [--postgres] [--smoke]`.
 //
@@ -6,9 +7,11 @@
 // 2. 10^5 transfers for that merchant (10^3 with --smoke), set-based as bench/growth.ts does, spread over
 //    90 days, every state, 5 warehouses, 4 recipient phones.
 // 3. The server (`mds serve`, NODE_ENV=production) pinned to CPU 0; this process on CPU 1 (taskset).
-// 4. 10 employees (AccountsService), each logged in through the login form (its own session cookie).
-// 5. Rows, each with 10 connections (one user each): the first page, a filtered page, a phone search,
-//    and the API's JSON list of the same page size for comparison; a raw node:http probe around each.
+// 4. 10 employees (AccountsService), each logged in through the login form (its own session cookie);
+//    10 support operators and 10 couriers (2 seeded jobs each), each with a session of their own.
+// 5. Rows, each with 10 connections (one person each): the first page, a filtered page, a phone search,
+//    the API's JSON list of the same page size for comparison, the console's list of every merchant's
+//    newest transfers and the courier's jobs page; a raw node:http probe around each.
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +20,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { Secret, TOTP } from 'otpauth';
 import pg from 'pg';
 import { freePort, MDS_BIN, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
@@ -24,6 +28,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
 import { createServices } from '../src/services.ts';
+import { sessionCookieName } from '../src/web/plugin.ts';
 import { DETAILS } from './growth.ts';
 
 const RESULTS = join(import.meta.dirname, 'results.md');
@@ -209,6 +214,53 @@ async function createUsers(env: NodeJS.ProcessEnv, merchantId: string, n: number
   }
 }
 
+/**
+ * Operators (support, TOTP set up as at a first login) and couriers (activated, each holding 2 of the
+ * seeded courierAssigned transfers), with a full session each started by AccountsService as a completed
+ * login does: the rows measure the pages behind the login, not the TOTP step. Returns their Cookie headers.
+ */
+async function createStaff(
+  env: NodeJS.ProcessEnv,
+  target: { file: string } | { schema: string },
+  n: number,
+): Promise<{ operators: string[]; couriers: string[] }> {
+  const config = loadConfig(env);
+  const database = openDatabase({ url: config.databaseUrl, schema: config.databaseSchema, poolSize: 2 });
+  const cookie = (value: string) => `${sessionCookieName(false)}=${value}`;
+  try {
+    const services = createServices({ config, database, clock: systemClock, signingKeys: parseSigningKeys(String(env.TOKEN_SIGNING_KEYS)) });
+    const by = { kind: 'cli' as const, machineUser: 'bench' };
+    const operators: string[] = [];
+    const couriers: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const invited = await services.accounts.inviteOperator(
+        { email: `bench-operator-${i}@example.com`, role: 'support', name: `Bench operator ${i}` },
+        'http://127.0.0.1',
+        by,
+      );
+      await services.accounts.setPasswordWithLink(new URL(invited.url).searchParams.get('token') as string, `bench operator password ${i}`);
+      const { secret } = await services.accounts.beginTotp(invited.operator.id);
+      await services.accounts.confirmTotp(invited.operator.id, new TOTP({ secret: Secret.fromBase32(secret) }).generate());
+      operators.push(cookie((await services.accounts.startSession(invited.operator.id, 'full', {})).cookie));
+
+      const { courier } = await services.couriers.create(`Bench courier ${i}`, `+7 900 100-00-${String(i).padStart(2, '0')}`, by);
+      const link = await services.accounts.courierActivationLink(courier.id, 'http://127.0.0.1');
+      await services.accounts.setPasswordWithLink(new URL(link.url).searchParams.get('token') as string, `bench courier password ${i}`);
+      couriers.push(cookie((await services.accounts.startSession(link.personId, 'full', {})).cookie));
+      const hold = `update transfers set courier_id = '${courier.id}', courier_name = 'Bench courier ${i}'
+        where id in (select id from transfers where state = 'courierAssigned' and courier_id is null order by id limit 2)`;
+      if ('file' in target) {
+        const db = new DatabaseSync(target.file);
+        db.exec(hold);
+        db.close();
+      } else await pgQuery(hold, [], target.schema);
+    }
+    return { operators, couriers };
+  } finally {
+    await database.close();
+  }
+}
+
 /** Logs in through the login form; returns the Cookie header of the session. */
 async function loggedInUser(base: string, { email, password }: { email: string; password: string }): Promise<string> {
   const b = new Browserless(base);
@@ -222,7 +274,7 @@ async function loggedInUser(base: string, { email, password }: { email: string; 
 
 // ---------------------------------------------------------------- query plans
 
-/** The list's statements as Kysely builds them (TransfersService.search), with their plans on the seeded store. */
+/** The lists' statements as Kysely builds them (TransfersService.search, and searchAny for the console), with their plans on the seeded store. */
 async function plans(target: { file: string } | { schema: string }, merchantId: string, warehouseId: string): Promise<string> {
   const queries: Array<[string, string, unknown[]]> = [
     ['first page', 'select * from transfers where merchant_id = ? order by created_at desc, id desc limit ?', [merchantId, PAGE + 1]],
@@ -241,6 +293,7 @@ async function plans(target: { file: string } | { schema: string }, merchantId: 
       'select * from transfers where merchant_id = ? and tracking_code = ? order by created_at desc, id desc limit ?',
       [merchantId, 'x', PAGE + 1],
     ],
+    ['console: every merchant, newest first', 'select * from transfers order by created_at desc, id desc limit ?', [PAGE + 1]],
   ];
   const out = ['| query | plan |', '|---|---|'];
   const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, '<br>');
@@ -449,7 +502,8 @@ export async function benchDashboard(): Promise<number> {
     const planTable = await plans(schema ? { schema } : { file: join(tmp, 'bench.sqlite') }, merchantId, warehouses[2]);
     const cookies: string[] = [];
     for (const user of await createUsers(env, merchantId, USERS)) cookies.push(await loggedInUser(base, user));
-    log(`  ${USERS} users logged in`);
+    const staff = await createStaff(env, schema ? { schema } : { file: join(tmp, 'bench.sqlite') }, USERS);
+    log(`  ${USERS} users, ${USERS} operators and ${USERS} couriers logged in`);
 
     const serverPid = server.pid;
     const serverPinned = pin(serverPid, 0);
@@ -465,6 +519,8 @@ export async function benchDashboard(): Promise<number> {
       [`GET /dashboard/deliveries?state=cancelled&warehouseId=… (filtered)`, `/dashboard/deliveries?state=cancelled&warehouseId=${warehouses[2]}`, page],
       ['GET /dashboard/deliveries?q=+7 900 000-00-03 (phone search)', `/dashboard/deliveries?q=${encodeURIComponent('+7 900 000-00-03')}`, page],
       ['GET /transfer?limit=50 (the API, same page, JSON)', '/transfer?limit=50', () => ({ authorization: `Bearer ${token}` })],
+      ["GET /ops/transfers (operator console: every merchant's newest 50)", '/ops/transfers', (client) => ({ cookie: staff.operators[client % USERS] })],
+      ['GET /courier-app/jobs (courier app: 2 jobs held, offline)', '/courier-app/jobs', (client) => ({ cookie: staff.couriers[client % USERS] })],
     ];
     log('warm-up');
     for (const [, path, headers] of rows) await load(base, path, headers, SMOKE ? 0.5 : 2, USERS, serverPid);
@@ -482,7 +538,7 @@ export async function benchDashboard(): Promise<number> {
     }
 
     const text = [
-      `### Dashboard list page, ${store === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
+      `### Pages: dashboard, console, courier app, ${store === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
       '',
       `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC · Node ${process.version} · one merchant with ${TRANSFERS.toLocaleString('en')} transfers (5 warehouses, 90 days) · ${USERS} connections, each a different logged-in employee (session cookie) · ${DURATION} s per row · ${pinned && serverPinned && rawPinned ? 'server pinned to CPU 0, load generator on CPU 1' : 'NOT pinned'} · ${CPUS} CPUs`,
       '',
