@@ -1,8 +1,20 @@
-import { insertRow } from '../../db/prepared.ts';
+import { insertRow, prepared } from '../../db/prepared.ts';
 import type { Db, LedgerEntriesTable, MerchantsTable } from '../../db/types.ts';
 
 export type MerchantRow = MerchantsTable;
 export type LedgerRow = LedgerEntriesTable;
+
+// The balance change of every transfer, refund and top-up, compiled once. The WHERE makes the check and
+// the write one atomic statement on both stores; the CHECK constraint backs it.
+const adjust = prepared<[string, number, number], { balance: number }>((db, arg) =>
+  db
+    .updateTable('merchants')
+    .set((eb) => ({ balance: eb('balance', '+', arg(1)), updated_at: arg(2) }))
+    .where('id', '=', arg(0))
+    .where((eb) => eb('balance', '+', arg(1)), '>=', 0)
+    .where((eb) => eb('balance', '+', arg(1)), '<=', Number.MAX_SAFE_INTEGER)
+    .returning('balance'),
+);
 
 export const merchantsRepository = {
   async insert(db: Db, row: MerchantRow): Promise<void> {
@@ -33,16 +45,7 @@ export const merchantsRepository = {
    * below zero or above 2^53 - 1 minor units (the largest amount a JS number holds exactly).
    */
   async adjustBalance(db: Db, merchantId: string, delta: number, at: number): Promise<number | undefined> {
-    // The WHERE makes the check and the write one atomic statement on both stores; the CHECK constraint backs it.
-    const row = await db
-      .updateTable('merchants')
-      .set((eb) => ({ balance: eb('balance', '+', delta), updated_at: at }))
-      .where('id', '=', merchantId)
-      .where((eb) => eb('balance', '+', delta), '>=', 0)
-      .where((eb) => eb('balance', '+', delta), '<=', Number.MAX_SAFE_INTEGER)
-      .returning('balance')
-      .executeTakeFirst();
-    return row?.balance;
+    return (await adjust.first(db, merchantId, delta, at))?.balance;
   },
 
   async insertLedgerEntry(db: Db, row: LedgerRow): Promise<void> {

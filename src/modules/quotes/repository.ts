@@ -93,6 +93,30 @@ export type ConsumedQuote = QuoteRow & {
   merchant_balance: number | null;
 };
 
+// SQLite's transfer consumes its quote first (compiled once): see consumeForTransfer.
+const consume = prepared<[string, string, number], ConsumedQuote>(
+  (db, arg) =>
+    db
+      .updateTable('quotes')
+      .set({ status: 'consumed', consumed_at: arg(2) })
+      .where('merchant_id', '=', arg(0))
+      .where('id', '=', arg(1))
+      .where('status', '=', 'pending')
+      .where('expires_at', '>', arg(2))
+      .returningAll()
+      .returning((eb) => [
+        eb
+          .selectFrom('warehouses')
+          .select('warehouses.status')
+          .whereRef('warehouses.id', '=', 'quotes.warehouse_id')
+          .where('warehouses.merchant_id', '=', arg(0))
+          .as('warehouse_status'),
+        eb.selectFrom('merchants').select('merchants.name').where('merchants.id', '=', arg(0)).as('merchant_name'),
+        eb.selectFrom('merchants').select('merchants.mode').where('merchants.id', '=', arg(0)).as('merchant_mode'),
+        eb.selectFrom('merchants').select('merchants.balance').where('merchants.id', '=', arg(0)).as('merchant_balance'),
+      ]) as never,
+);
+
 type ForTransferRow = ConsumedQuote & { endpoint_id: string | null; endpoint_event_types: string | null };
 
 // PostgreSQL's transfer reads its quote before the one statement that consumes it: with the warehouse's
@@ -156,26 +180,7 @@ export const quotesRepository = {
    * round trips on PostgreSQL) inside the transaction.
    */
   async consumeForTransfer(db: Db, merchantId: string, id: string, at: number): Promise<ConsumedQuote | undefined> {
-    return db
-      .updateTable('quotes')
-      .set({ status: 'consumed', consumed_at: at })
-      .where('merchant_id', '=', merchantId)
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', at)
-      .returningAll()
-      .returning((eb) => [
-        eb
-          .selectFrom('warehouses')
-          .select('warehouses.status')
-          .whereRef('warehouses.id', '=', 'quotes.warehouse_id')
-          .where('warehouses.merchant_id', '=', merchantId)
-          .as('warehouse_status'),
-        eb.selectFrom('merchants').select('merchants.name').where('merchants.id', '=', merchantId).as('merchant_name'),
-        eb.selectFrom('merchants').select('merchants.mode').where('merchants.id', '=', merchantId).as('merchant_mode'),
-        eb.selectFrom('merchants').select('merchants.balance').where('merchants.id', '=', merchantId).as('merchant_balance'),
-      ])
-      .executeTakeFirst() as Promise<ConsumedQuote | undefined>;
+    return consume.first(db, merchantId, id, at);
   },
 
   /**

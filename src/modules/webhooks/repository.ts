@@ -1,4 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { prepared } from '../../db/prepared.ts';
 import type { DB, Db, Dialect, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/types.ts';
 import { newId } from '../../lib/ids.ts';
 
@@ -38,6 +39,11 @@ export const deliveriesOfEventSql = (event: string, ids: string, endpointIds: st
   `insert into webhook_deliveries (id, merchant_id, endpoint_id, message_id, event_type, event_position, payload, status, attempts, next_attempt_at, locked_until, lease, created_at, updated_at)
   select d.id, ${event}.merchant_id, d.endpoint_id, ${event}.id, ${event}.type, ${event}.position, null, 'pending', 0, ${event}.occurred_at, null, null, ${event}.occurred_at, ${event}.occurred_at
   from ${event} cross join unnest(${ids}::text[], ${endpointIds}::text[]) as d(id, endpoint_id)`;
+
+// Every event's fan-out reads the merchant's enabled endpoints (compiled once).
+const enabledEndpoints = prepared<[string], Pick<EndpointRow, 'id' | 'event_types'>>((db, arg) =>
+  db.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('merchant_id', '=', arg(0)).where('status', '=', 'ENABLED'),
+);
 
 export const webhooksRepository = {
   async insertEndpoint(db: Db, row: EndpointRow): Promise<void> {
@@ -94,6 +100,9 @@ export const webhooksRepository = {
 
   /** The ids of the merchant's enabled endpoints that take this type of message (or the one `only` names). */
   async targets(trx: Transaction<DB>, merchantId: string, type: string, target: { only?: string; except?: string } = {}): Promise<string[]> {
+    if (target.only === undefined && target.except === undefined) {
+      return (await enabledEndpoints.rows(trx, merchantId)).filter((e) => endpointTakes(e, type)).map((e) => e.id);
+    }
     let q = trx.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('merchant_id', '=', merchantId).where('status', '=', 'ENABLED');
     if (target.only !== undefined) q = q.where('id', '=', target.only);
     if (target.except !== undefined) q = q.where('id', '!=', target.except);
