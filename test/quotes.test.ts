@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeEachStore, type TestApp, UUID_RE, warehouseBody } from './helpers/app.ts';
+import { createTestApp, describeEachStore, type TestApp, UUID_RE, warehouseBody } from './helpers/app.ts';
 import { DESTINATION, quote, quoteBody, setup, transferBody, WAREHOUSE_META } from './helpers/flow.ts';
 
 async function quoteStatus(t: TestApp, id: string) {
@@ -9,7 +9,7 @@ async function quoteStatus(t: TestApp, id: string) {
 
 /** Quotes: POST /options prices every product from a warehouse and freezes the prices until expiresAt. */
 
-describeEachStore('POST /options', (ctx) => {
+describeEachStore('POST /options', (ctx, store) => {
   test('creates a pending quote with every product priced; prices frozen until expiresAt', async () => {
     const t = ctx();
     const { m, w } = await setup(t);
@@ -169,6 +169,50 @@ describeEachStore('POST /options', (ctx) => {
     assert.equal(res.statusCode, 201);
     assert.equal(res.json().totalPrice, 516);
     await t.services.tariffs.set(current.document); // restore for the other tests of this suite
+  });
+
+  test('a quote is priced from the warehouse, tariff and webhook endpoints as they are now, whichever instance changed them since the last one', async () => {
+    const t = ctx();
+    // A second instance on the same store: what this one remembers from its last quote is stale after its changes.
+    const other = await createTestApp(store, { WEBHOOK_ALLOW_PRIVATE: 'true' }, t.store);
+    const tariff = await t.services.tariffs.current();
+    try {
+      const { m, w } = await setup(t);
+      const first = await quote(t, m, w.id);
+      assert.equal(first.distanceMeters, 11_120);
+
+      const put = (body: Record<string, unknown>) => other.as(m, { method: 'PUT', url: `/warehouses/${w.id}`, payload: warehouseBody(body) });
+      assert.equal((await put({ locationMetadata: { ...WAREHOUSE_META, lng: 0.05 } })).statusCode, 200);
+      assert.equal((await quote(t, m, w.id)).distanceMeters, 5_560, 'priced from where the warehouse is now');
+
+      const doc = structuredClone(tariff.document);
+      doc.products.standard.serviceFee = 9_900;
+      await other.services.tariffs.set(doc);
+      assert.equal((await quote(t, m, w.id)).products.standard.common.price.service_fee_total, '99.00', 'priced with the tariff in force');
+
+      const ep = await other.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/hook' } });
+      assert.equal(ep.statusCode, 201, ep.body);
+      const announced = await quote(t, m, w.id);
+      const deliveries = await t.database.db.selectFrom('webhook_deliveries').select('endpoint_id').where('message_id', '=', announced.event_id).execute();
+      assert.deepEqual(
+        deliveries.map((d) => d.endpoint_id),
+        [ep.json().id],
+        'the new endpoint takes the event',
+      );
+
+      assert.equal((await put({ status: 'DISABLED', locationMetadata: WAREHOUSE_META })).statusCode, 200);
+      const refused = await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(w.id) });
+      assert.equal(refused.statusCode, 422, refused.body);
+      assert.equal(refused.json().type, 'WAREHOUSE_DISABLED');
+
+      assert.equal((await put({ status: 'ACTIVE', locationMetadata: WAREHOUSE_META })).statusCode, 200);
+      assert.equal((await quote(t, m, w.id)).distanceMeters, 11_120, 'quoted again once ACTIVE');
+      const stored = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).execute();
+      assert.equal(stored.length, 5, 'one row per answered quote, none for the refusal');
+    } finally {
+      await t.services.tariffs.set(tariff.document); // restore for the other tests of this suite
+      await other.close();
+    }
   });
 
   test("another merchant cannot quote from A's warehouse (404 WAREHOUSE_NOT_FOUND)", async () => {

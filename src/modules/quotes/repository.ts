@@ -14,6 +14,15 @@ export interface QuoteContext {
   endpoints: EndpointTypes[];
 }
 
+/**
+ * PostgreSQL's context also carries fingerprints of what it read (the warehouse row, the endpoints), so
+ * that a quote priced from a remembered context is written only if they still hold: see
+ * insertWithEventOnPostgres.
+ */
+export interface FingerprintedContext extends QuoteContext {
+  fingerprint: { warehouse: string; endpoints: string };
+}
+
 /** An enabled webhook endpoint and the event types it takes (null: every type). */
 export type EndpointTypes = { id: string; event_types: string | null };
 
@@ -44,6 +53,19 @@ const context = prepared<[string, string], ContextRow>((db, arg) =>
 );
 
 type NewQuoteEvent = Omit<EventsTable, 'position'>;
+
+// What a PostgreSQL quote depends on, as one FROM clause over the warehouse `w` (merchant $1, id $2):
+// the tariff version in force and the merchant's enabled endpoints (a JSON array, or null for none).
+// Read by contextOnPostgres, and checked again, the same way, by the write's guard.
+const PRICED_FROM = `warehouses w
+  cross join lateral (select max(version) as version from tariffs) t
+  cross join lateral (
+    select json_agg(json_build_object('id', e.id, 'event_types', e.event_types) order by e.id) as list
+    from webhook_endpoints e where e.merchant_id = w.merchant_id and e.status = 'ENABLED') ep
+  where w.merchant_id = $1 and w.id = $2`;
+const FINGERPRINTS = `md5(w::text) as warehouse_fp, md5(coalesce(ep.list::text, '')) as endpoints_fp`;
+const CONTEXT_ON_POSTGRES = `select w.*, t.version as tariff_version, ep.list as endpoints, ${FINGERPRINTS} from ${PRICED_FROM}`;
+
 const QUOTE_COLUMNS = [
   'id',
   'merchant_id',
@@ -73,17 +95,23 @@ const EVENT_COLUMNS = [
   'data',
   'occurred_at',
 ] as const satisfies ReadonlyArray<keyof NewQuoteEvent>;
-const placeholders = (from: number, n: number) => Array.from({ length: n }, (_, i) => `$${from + i}`).join(', ');
-const E = QUOTE_COLUMNS.length; // the event's values follow the quote's
-const D = E + EVENT_COLUMNS.length; // then the deliveries' ids and endpoints, as two arrays
+const r = (columns: readonly string[]) => columns.map((c) => `r.${c}`).join(', ');
 /**
  * PostgreSQL only (SQLite has no INSERT in a WITH): the quote, its event and the event's webhook
- * deliveries (unnest of two arrays, so one statement text whatever the number of endpoints).
+ * deliveries (unnest of two arrays, so one statement text whatever the number of endpoints), written
+ * only if the warehouse row, the tariff version and the endpoints are still those the quote was priced
+ * from (the guard `ok`). The rows travel as JSON that json_populate_record types by the table.
+ * $1 merchant, $2 warehouse, $3 warehouse fingerprint, $4 tariff version, $5 endpoints fingerprint,
+ * $6 the quote, $7 the event, $8 and $9 the deliveries' ids and endpoint ids.
  */
-const INSERT_WITH_EVENT = `with q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) values (${placeholders(1, E)})),
-e as (insert into events (${EVENT_COLUMNS.join(', ')}) values (${placeholders(E + 1, EVENT_COLUMNS.length)}) returning position, id, merchant_id, type, occurred_at),
-d as (${deliveriesOfEventSql('e', `$${D + 1}`, `$${D + 2}`)})
-select position from e`;
+const INSERT_WITH_EVENT = `with ok as (
+  select 1 from ${PRICED_FROM}
+  and md5(w::text) = $3 and t.version is not distinct from $4::bigint and md5(coalesce(ep.list::text, '')) = $5),
+q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) select ${r(QUOTE_COLUMNS)} from ok, json_populate_record(null::quotes, $6::json) r),
+e as (insert into events (${EVENT_COLUMNS.join(', ')}) select ${r(EVENT_COLUMNS)} from ok, json_populate_record(null::events, $7::json) r
+  returning position, id, merchant_id, type, occurred_at),
+d as (${deliveriesOfEventSql('e', '$8', '$9')})
+select count(*) as written from e`;
 
 /** A quote consumed for a transfer, with what the transfer needs of its warehouse and its merchant (read by the same statement). */
 export type ConsumedQuote = QuoteRow & {
@@ -159,14 +187,50 @@ export const quotesRepository = {
     };
   },
 
+  /** contextOnPostgres's read, with the fingerprints of the warehouse row and the endpoints it saw. */
+  async contextOnPostgres(db: Db, merchantId: string, warehouseId: string): Promise<FingerprintedContext | undefined> {
+    const result = await db.executeQuery(
+      CompiledQuery.raw(CONTEXT_ON_POSTGRES, [merchantId, warehouseId]) as CompiledQuery<
+        WarehousesTable & { tariff_version: number | null; endpoints: EndpointTypes[] | null; warehouse_fp: string; endpoints_fp: string }
+      >,
+    );
+    const row = result.rows[0];
+    if (!row) return undefined;
+    const { tariff_version, endpoints, warehouse_fp, endpoints_fp, ...warehouse } = row;
+    return {
+      warehouse,
+      tariffVersion: tariff_version === null ? null : Number(tariff_version),
+      endpoints: endpoints ?? [],
+      fingerprint: { warehouse: warehouse_fp, endpoints: endpoints_fp },
+    };
+  },
+
   /**
    * PostgreSQL: the quote, its event and one webhook delivery per (deliveryId, endpointId) pair in one
-   * statement; run outside a transaction it is one round trip that commits by itself. The event's position.
+   * statement, if what it was priced from (`context`) still holds; run outside a transaction it is one
+   * round trip that commits by itself. False (nothing written) when the warehouse, the tariff version
+   * or the endpoints changed since `context` was read.
    */
-  async insertWithEventOnPostgres(db: Db, row: QuoteRow, event: NewQuoteEvent, deliveries: { ids: string[]; endpointIds: string[] }): Promise<number> {
-    const parameters = [...QUOTE_COLUMNS.map((c) => row[c]), ...EVENT_COLUMNS.map((c) => event[c]), deliveries.ids, deliveries.endpointIds];
-    const result = await db.executeQuery(CompiledQuery.raw(INSERT_WITH_EVENT, parameters) as CompiledQuery<{ position: number | string }>);
-    return Number(result.rows[0]?.position);
+  async insertWithEventOnPostgres(
+    db: Db,
+    context: FingerprintedContext,
+    row: QuoteRow,
+    event: NewQuoteEvent,
+    deliveries: { ids: string[]; endpointIds: string[] },
+  ): Promise<boolean> {
+    const parameters = [
+      row.merchant_id,
+      row.warehouse_id,
+      context.fingerprint.warehouse,
+      context.tariffVersion,
+      context.fingerprint.endpoints,
+      JSON.stringify(row),
+      JSON.stringify(event),
+      deliveries.ids,
+      deliveries.endpointIds,
+    ];
+    const result = await db.executeQuery(CompiledQuery.raw(INSERT_WITH_EVENT, parameters) as CompiledQuery<{ written: number | string }>);
+    return Number(result.rows[0]?.written) === 1;
   },
 
   async find(db: Db, merchantId: string, id: string): Promise<QuoteRow | undefined> {

@@ -1,16 +1,16 @@
 import type { Kysely } from 'kysely';
-import { inTransaction, type RecordOutcome } from '../../db/transaction.ts';
+import { inTransaction, type RecordOutcome, withRetries } from '../../db/transaction.ts';
 import type { DB, Dialect } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { quoteEstimates } from '../eta/estimates.ts';
 import type { TravelTimeModel } from '../eta/model.ts';
-import { eventsRepository } from '../events/repository.ts';
+import { eventsRepository, type NewEvent } from '../events/repository.ts';
 import { eventInserted, eventTakers, published } from '../outbox/outbox.ts';
 import { distanceMetres, type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
-import { quotesRepository } from './repository.ts';
+import { type FingerprintedContext, type QuoteContext, type QuoteRow, quotesRepository } from './repository.ts';
 import type { Quote, QuoteRequest } from './schemas.ts';
 
 /** What a quote remembers of its warehouse, so the transfer matches what was priced even if the warehouse is edited later. */
@@ -47,11 +47,24 @@ export function parsePickupWindow(w: { start: string; end: string }, now: number
   return { start, end };
 }
 
+/** A priced quote before it is written: its row, its public form, its quote.created event and the endpoints that take it. */
+interface QuotePlan {
+  row: QuoteRow;
+  quote: Quote;
+  event: NewEvent;
+  endpointIds: string[];
+}
+
+/** How many warehouses' pricing contexts a PostgreSQL instance remembers (about 1 KB each). */
+const CONTEXTS_KEPT = 10_000;
+
 export class QuotesService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
   readonly #tariffs: TariffsService;
   readonly #dialect: Dialect;
+  /** PostgreSQL: what quotes from a warehouse were last priced from, checked by their write (#createOnPostgres). */
+  readonly #contexts = new Map<string, FingerprintedContext>();
   readonly #ttlMs: number;
   readonly #currency: string;
   readonly #retentionMs: number;
@@ -109,9 +122,87 @@ export class QuotesService {
 
   /** Prices every product from the merchant's ACTIVE warehouse to the destination and stores a pending quote with those prices frozen. */
   async create(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>): Promise<Quote> {
+    if (this.#dialect === 'postgres') return this.#createOnPostgres(merchantId, req, record);
     // One read for the warehouse, the tariff version in force and the endpoints that take the event.
     const context = await quotesRepository.context(this.#db, merchantId, req.warehouseId);
     if (!context) throw new AppError('WAREHOUSE_NOT_FOUND', `No warehouse ${req.warehouseId}`);
+    const { row, quote, event, endpointIds } = await this.#plan(merchantId, context, req);
+    // The quote and its quote.created event (sequence 1 of the transfer it announces) commit together.
+    return inTransaction(
+      this.#db,
+      async (trx) => {
+        await quotesRepository.insert(trx, row);
+        await eventInserted(trx, event, await eventsRepository.insert(trx, event), endpointIds);
+        return quote;
+      },
+      record,
+    );
+  }
+
+  /**
+   * PostgreSQL: usually ONE round trip. What a quote is priced from (the warehouse, the tariff version,
+   * the endpoints) is remembered per warehouse, and the one statement that writes the quote, its event
+   * and its deliveries checks, in the database, that it still holds (fingerprints of what was read).
+   * When it does not (an edit, a new tariff, another instance's change), nothing is written: the
+   * context is read again and the quote priced again. A refusal (disabled, out of range) is only ever
+   * given from a fresh read. With an Idempotency-Key the statement shares a transaction with the key's outcome.
+   */
+  async #createOnPostgres(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>): Promise<Quote> {
+    const key = `${merchantId} ${req.warehouseId}`;
+    let context = this.#contexts.get(key);
+    for (let attempt = 1; ; attempt++) {
+      const remembered = context !== undefined;
+      context ??= await quotesRepository.contextOnPostgres(this.#db, merchantId, req.warehouseId);
+      if (!context) throw new AppError('WAREHOUSE_NOT_FOUND', `No warehouse ${req.warehouseId}`);
+      this.#remember(key, context);
+      let plan: QuotePlan | undefined;
+      try {
+        plan = await this.#plan(merchantId, context, req);
+      } catch (err) {
+        if (!remembered || !(err instanceof AppError)) throw err;
+      }
+      if (plan) {
+        const { row, quote, event, endpointIds } = plan;
+        const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
+        const written = record
+          ? await inTransaction(
+              this.#db,
+              async (trx) => {
+                if (!(await quotesRepository.insertWithEventOnPostgres(trx, context as FingerprintedContext, row, event, deliveries))) return undefined;
+                published(trx, event);
+                return quote;
+              },
+              async (trx, result) => {
+                if (result) await record(trx, result);
+              },
+            )
+          : await withRetries(async () => {
+              // One statement that commits by itself: one round trip for the whole write.
+              if (!(await quotesRepository.insertWithEventOnPostgres(this.#db, context as FingerprintedContext, row, event, deliveries))) return undefined;
+              published(undefined, event);
+              return quote;
+            });
+        if (written) return written;
+      }
+      // Changed since it was read (or a remembered context would refuse): read it again.
+      this.#contexts.delete(key);
+      context = undefined;
+      if (attempt >= 3) throw new AppError('SERVICE_UNAVAILABLE', 'The warehouse is changing too often; retry shortly', { headers: { 'retry-after': '1' } });
+    }
+  }
+
+  /** At most CONTEXTS_KEPT contexts, the oldest remembered dropped first. */
+  #remember(key: string, context: FingerprintedContext): void {
+    this.#contexts.delete(key);
+    if (this.#contexts.size >= CONTEXTS_KEPT) this.#contexts.delete(this.#contexts.keys().next().value as string);
+    this.#contexts.set(key, context);
+  }
+
+  /**
+   * The quote priced from its context: the row, its public form, its quote.created event and the
+   * endpoints that take it. Throws the refusal for a disabled warehouse or a destination out of range.
+   */
+  async #plan(merchantId: string, context: QuoteContext, req: QuoteRequest): Promise<QuotePlan> {
     const { warehouse } = context;
     if (warehouse.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${warehouse.id} is DISABLED and cannot be quoted from`);
     const request: StoredRequest = { ...req, isFragile: req.isFragile ?? false, isPerishable: req.isPerishable ?? false };
@@ -147,13 +238,13 @@ export class QuotesService {
       contactPhone: warehouse.contact_phone,
       contactEmail: warehouse.contact_email,
     };
-    const row = {
+    const row: QuoteRow = {
       id: newId(),
       merchant_id: merchantId,
       warehouse_id: warehouse.id,
       transfer_id: newId(),
       event_id: newId(),
-      status: 'pending' as const,
+      status: 'pending',
       tariff_version: tariff.version,
       currency: this.#currency,
       request: JSON.stringify(request),
@@ -172,49 +263,21 @@ export class QuotesService {
       distanceMeters: metres,
       expiresAt: iso(row.expires_at),
     };
-    const event = {
+    const event: NewEvent = {
       id: row.event_id,
       merchant_id: merchantId,
       transfer_id: row.transfer_id,
       sequence: 1,
       type: 'quote.created',
       state: null,
-      actor_type: 'merchant' as const,
+      actor_type: 'merchant',
       actor_id: null,
       actor_name: null,
       data: JSON.stringify({ quoteId: row.id, warehouseId: row.warehouse_id, expiresAt: quote.expiresAt }),
       occurred_at: now,
     };
     // Who takes the event was read with the warehouse, before the write (as the transfer's PostgreSQL path does).
-    const endpointIds = eventTakers(context.endpoints, event.type);
-    // The quote and its quote.created event (sequence 1 of the transfer it announces) commit together.
-    if (this.#dialect === 'postgres') {
-      const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
-      if (!record) {
-        // One statement that commits by itself: one round trip for the whole write.
-        await quotesRepository.insertWithEventOnPostgres(this.#db, row, event, deliveries);
-        published(undefined, event);
-        return quote;
-      }
-      return inTransaction(
-        this.#db,
-        async (trx) => {
-          await quotesRepository.insertWithEventOnPostgres(trx, row, event, deliveries);
-          published(trx, event);
-          return quote;
-        },
-        record,
-      );
-    }
-    return inTransaction(
-      this.#db,
-      async (trx) => {
-        await quotesRepository.insert(trx, row);
-        await eventInserted(trx, event, await eventsRepository.insert(trx, event), endpointIds);
-        return quote;
-      },
-      record,
-    );
+    return { row, quote, event, endpointIds: eventTakers(context.endpoints, event.type) };
   }
 }
 
