@@ -20,7 +20,8 @@ export async function appendEvent(trx: Transaction<DB>, event: NewEvent): Promis
 
 /**
  * The second half of appendEvent, for a caller that inserted the event row itself and already knows who
- * takes it (the quote read its endpoints with its warehouse): their deliveries and the publication after commit.
+ * takes it (SQLite's quote, whose read of its warehouse also read the endpoints): their deliveries and
+ * the publication after commit.
  */
 export async function eventInserted(trx: Transaction<DB>, event: NewEvent, position: number, endpointIds: string[]): Promise<void> {
   await webhooksRepository.deliver(trx, message(event, position), endpointIds);
@@ -37,8 +38,8 @@ const message = (event: NewEvent, position: number) => ({
 });
 
 /**
- * For a caller that wrote the event and its deliveries itself in one statement (PostgreSQL's quote):
- * which of the merchant's enabled endpoints, read beforehand, take this event, as webhooksRepository.fanOut chooses.
+ * For a caller that read the merchant's enabled endpoints beforehand (a quote with its warehouse,
+ * PostgreSQL's transfer with its quote): which of them take this event, as webhooksRepository.fanOut chooses.
  */
 export function eventTakers(endpoints: Array<{ id: string; event_types: string | null }>, type: string): string[] {
   return endpoints.filter((e) => endpointTakes(e, type)).map((e) => e.id);

@@ -32,8 +32,8 @@ const endpointsOf = (rows: Array<{ endpoint_id: string | null; endpoint_event_ty
 
 type ContextRow = WarehousesTable & { tariff_version: number | string | null; endpoint_id: string | null; endpoint_event_types: string | null };
 
-// One row per enabled endpoint of the merchant (one row with null endpoint columns when it has none), each
-// carrying the warehouse and the tariff version. Three reads that were three round trips on PostgreSQL.
+// SQLite's context read: one row per enabled endpoint of the merchant (one row with null endpoint columns
+// when it has none), each carrying the warehouse and the tariff version. PostgreSQL: contextOnPostgres.
 const context = prepared<[string, string], ContextRow>((db, arg) =>
   db
     .selectFrom('warehouses as w')
@@ -174,7 +174,7 @@ export const quotesRepository = {
     await insertRow(db, 'quotes', row);
   },
 
-  /** The warehouse (undefined: not the merchant's), the tariff version in force and the enabled endpoints, in one statement. */
+  /** The warehouse (undefined: not the merchant's), the tariff version in force and the enabled endpoints, in one statement (SQLite's quotes). */
   async context(db: Db, merchantId: string, warehouseId: string): Promise<QuoteContext | undefined> {
     const rows = await context.rows(db, merchantId, warehouseId);
     const first = rows[0];
@@ -187,7 +187,7 @@ export const quotesRepository = {
     };
   },
 
-  /** contextOnPostgres's read, with the fingerprints of the warehouse row and the endpoints it saw. */
+  /** context() on PostgreSQL, with the fingerprints of the warehouse row and the endpoints it saw (one row, the endpoints as JSON). */
   async contextOnPostgres(db: Db, merchantId: string, warehouseId: string): Promise<FingerprintedContext | undefined> {
     const result = await db.executeQuery(
       CompiledQuery.raw(CONTEXT_ON_POSTGRES, [merchantId, warehouseId]) as CompiledQuery<
