@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { quotesRepository } from '../src/modules/quotes/repository.ts';
 import { describeEachStore, ISO_MS_RE, type TestApp, warehouseBody } from './helpers/app.ts';
 import { DESTINATION, money, quote, RECIPIENT, STANDARD_MINOR, STANDARD_PRICE, setup, transferBody, WAREHOUSE_META } from './helpers/flow.ts';
 
@@ -343,3 +344,74 @@ describeEachStore('transfer codes', (ctx) => {
     assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 2);
   });
 });
+
+describeEachStore(
+  'a transfer sees what changed between its read of the quote and its write',
+  (ctx, store) => {
+    // PostgreSQL reads the quote, then writes in one statement a round trip later; SQLite reads and
+    // consumes in one statement under its write lock, so nothing can come between.
+    const skip = store === 'sqlite' ? 'SQLite reads and consumes the quote in one statement under its write lock' : false;
+
+    /** Runs `change` right after the transfer's read of its quote, as another request would. */
+    async function withChangeAfterRead<T>(change: () => Promise<unknown>, fn: () => Promise<T>): Promise<T> {
+      const read = quotesRepository.forTransfer;
+      quotesRepository.forTransfer = async (...args) => {
+        const found = await read(...args);
+        await change();
+        return found;
+      };
+      try {
+        return await fn();
+      } finally {
+        quotesRepository.forTransfer = read;
+      }
+    }
+
+    test('a warehouse disabled in between: 422 WAREHOUSE_DISABLED, the quote still pending, nothing charged', { skip }, async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      const q = await quote(t, m, w.id);
+      const disable = () =>
+        t.as(m, { method: 'PUT', url: `/warehouses/${w.id}`, payload: warehouseBody({ status: 'DISABLED', locationMetadata: WAREHOUSE_META }) });
+      const res = await withChangeAfterRead(disable, () => t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) }));
+      assert.equal(res.statusCode, 422, res.body);
+      assert.equal(res.json().type, 'WAREHOUSE_DISABLED');
+      assert.equal(await quoteStatus(t, q.id), 'pending');
+      assert.equal((await money(t, m)).balance, '5000.00');
+      assert.equal(await countTransfers(t, m.merchantId), 0);
+    });
+
+    test('the balance spent in between: 402 naming the balance the debit saw, the quote still pending, nothing charged', { skip }, async () => {
+      const t = ctx();
+      const { m, w } = await setup(t, '1000');
+      const q = await quote(t, m, w.id);
+      const spend = () => t.services.merchants.adjust(m.merchantId, -60_000, 'Spent meanwhile', { kind: 'cli', machineUser: 'test' });
+      const res = await withChangeAfterRead(spend, () => t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) }));
+      assert.equal(res.statusCode, 402, res.body);
+      assert.deepEqual([res.json().detail, res.json().balance], ['The balance (400.00 RUB) does not cover 516.00 RUB; top up and retry', 400]);
+      assert.equal(await quoteStatus(t, q.id), 'pending');
+      assert.equal((await money(t, m)).balance, '400.00');
+      assert.equal(await countTransfers(t, m.merchantId), 0);
+    });
+
+    test('a webhook endpoint disabled in between gets no delivery of transfer.created', { skip }, async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      const ep = await t.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/a' } });
+      assert.equal(ep.statusCode, 201, ep.body);
+      const q = await quote(t, m, w.id);
+      const disable = () => t.as(m, { method: 'PUT', url: `/webhook-endpoints/${ep.json().id}`, payload: { url: 'http://127.0.0.1:9/a', status: 'DISABLED' } });
+      const res = await withChangeAfterRead(disable, () => t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) }));
+      assert.equal(res.statusCode, 201, res.body);
+      const events = (await t.as(m, { method: 'GET', url: `/transfer/${res.json().id}/events` })).json() as Array<{ id: string; type: string }>;
+      const created = events.find((e) => e.type === 'transfer.created');
+      const deliveries = await t.database.db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('message_id', '=', created?.id ?? '')
+        .execute();
+      assert.equal(deliveries.length, 0);
+    });
+  },
+  { WEBHOOK_ALLOW_PRIVATE: 'true' },
+);

@@ -149,12 +149,11 @@ export class QuotesService {
    */
   async #createOnPostgres(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>): Promise<Quote> {
     const key = `${merchantId} ${req.warehouseId}`;
-    let context = this.#contexts.get(key);
+    let remembered = this.#contexts.get(key);
     for (let attempt = 1; ; attempt++) {
-      const remembered = context !== undefined;
-      context ??= await quotesRepository.contextOnPostgres(this.#db, merchantId, req.warehouseId);
+      const context = remembered ?? (await quotesRepository.contextOnPostgres(this.#db, merchantId, req.warehouseId));
       if (!context) throw new AppError('WAREHOUSE_NOT_FOUND', `No warehouse ${req.warehouseId}`);
-      this.#remember(key, context);
+      if (!remembered) this.#remember(key, context);
       let plan: QuotePlan | undefined;
       try {
         plan = await this.#plan(merchantId, context, req);
@@ -162,33 +161,44 @@ export class QuotesService {
         if (!remembered || !(err instanceof AppError)) throw err;
       }
       if (plan) {
-        const { row, quote, event, endpointIds } = plan;
-        const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
-        const written = record
-          ? await inTransaction(
-              this.#db,
-              async (trx) => {
-                if (!(await quotesRepository.insertWithEventOnPostgres(trx, context as FingerprintedContext, row, event, deliveries))) return undefined;
-                published(trx, event);
-                return quote;
-              },
-              async (trx, result) => {
-                if (result) await record(trx, result);
-              },
-            )
-          : await withRetries(async () => {
-              // One statement that commits by itself: one round trip for the whole write.
-              if (!(await quotesRepository.insertWithEventOnPostgres(this.#db, context as FingerprintedContext, row, event, deliveries))) return undefined;
-              published(undefined, event);
-              return quote;
-            });
+        const written = await this.#writeOnPostgres(context, plan, record);
         if (written) return written;
       }
-      // Changed since it was read (or a remembered context would refuse): read it again.
-      this.#contexts.delete(key);
-      context = undefined;
-      if (attempt >= 3) throw new AppError('SERVICE_UNAVAILABLE', 'The warehouse is changing too often; retry shortly', { headers: { 'retry-after': '1' } });
+      // Changed since it was read (or a remembered context would refuse): read it again. Only this
+      // context is forgotten, not a fresher one another request may have remembered meanwhile.
+      if (this.#contexts.get(key) === context) this.#contexts.delete(key);
+      remembered = undefined;
+      if (attempt >= 3) {
+        throw new AppError('SERVICE_UNAVAILABLE', 'The warehouse, the tariff or the webhook endpoints are changing too often; retry shortly', {
+          headers: { 'retry-after': '1' },
+        });
+      }
     }
+  }
+
+  /** The quote's one statement; undefined (nothing written) when its context no longer holds. */
+  async #writeOnPostgres(context: FingerprintedContext, plan: QuotePlan, record?: RecordOutcome<Quote>): Promise<Quote | undefined> {
+    const { row, quote, event, endpointIds } = plan;
+    const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
+    if (!record) {
+      // One statement that commits by itself: one round trip for the whole write.
+      return withRetries(async () => {
+        if (!(await quotesRepository.insertWithEventOnPostgres(this.#db, context, row, event, deliveries))) return undefined;
+        published(undefined, event);
+        return quote;
+      });
+    }
+    return inTransaction(
+      this.#db,
+      async (trx) => {
+        if (!(await quotesRepository.insertWithEventOnPostgres(trx, context, row, event, deliveries))) return undefined;
+        published(trx, event);
+        return quote;
+      },
+      async (trx, result) => {
+        if (result) await record(trx, result); // the key's outcome only with the quote it answers
+      },
+    );
   }
 
   /** At most CONTEXTS_KEPT contexts, the oldest remembered dropped first. */

@@ -66,21 +66,22 @@ function createStatement(transferColumns: string[], eventColumns: string[]): str
   if (text) return text;
   const r = (columns: string[]) => columns.map((c) => `r.${c}`).join(', ');
   text = `with c as (
-  update quotes set status = 'consumed', consumed_at = $3 where merchant_id = $2 and id = $1 and status = 'pending' and expires_at > $3 returning id),
+  update quotes set status = 'consumed', consumed_at = $3 where merchant_id = $2 and id = $1 and status = 'pending' and expires_at > $3
+  and exists (select 1 from warehouses w where w.id = quotes.warehouse_id and w.merchant_id = $2 and w.status = 'ACTIVE') returning id),
 debit as (
   update merchants set balance = balance + $4, updated_at = $3
   where id = $2 and balance + $4 >= 0 and balance + $4 <= ${Number.MAX_SAFE_INTEGER} and exists (select 1 from c) returning balance),
 t as (
-  insert into transfers (${transferColumns.join(', ')}) select ${r(transferColumns)} from debit, json_populate_record(null::transfers, $5::json) r returning id),
+  insert into transfers (${transferColumns.join(', ')}) select ${r(transferColumns)} from debit, json_populate_record(null::transfers, $5::json) r),
 e as (
   insert into events (${eventColumns.join(', ')}) select ${r(eventColumns)} from debit, json_populate_record(null::events, $6::json) r
   returning position, id, merchant_id, type, occurred_at),
 l as (
   insert into ledger_entries (id, merchant_id, kind, amount, balance_after, transfer_id, note, created_at)
   select r.id, r.merchant_id, r.kind, r.amount, debit.balance, r.transfer_id, r.note, r.created_at
-  from debit, json_populate_record(null::ledger_entries, $7::json) r where $7::json is not null returning id),
+  from debit, json_populate_record(null::ledger_entries, $7::json) r where $7::json is not null),
 d as (${deliveriesOfEventSql('e', '$8', '$9')})
-select (select count(*) from c) as consumed, (select balance from debit) as balance, (select position from e) as position,
+select (select count(*) from c) as consumed,
   1 / (case when exists (select 1 from c) and not exists (select 1 from debit) then 0 else 1 end) as insufficient_balance_guard`;
   createStatements.set(key, text);
   return text;
@@ -94,11 +95,12 @@ export const transfersRepository = {
 
   /**
    * PostgreSQL: a whole transfer as ONE statement (one round trip; outside a transaction it commits by
-   * itself): the quote consumed (pending and unexpired, as consumeForTransfer), the balance debited
+   * itself): the quote consumed (pending, unexpired, its warehouse ACTIVE), the balance debited
    * (conditional, as adjustBalance), and, only if both happened, the transfer row, its event, the ledger
    * entry with the balance the debit returned, and the event's webhook deliveries. The merchant's balance
    * row, the one row all its transfers share, is locked for this statement and its commit only.
-   * `consumed` false: the quote could not be consumed and nothing was written. A quote consumed without
+   * `consumed` false: the quote could not be consumed (used, expired, its warehouse disabled since it
+   * was read) and nothing was written. A quote consumed without
    * a debit (the balance does not cover the price) fails the statement with INSUFFICIENT_BALANCE_GUARD
    * (a division by zero), which undoes the consumption: see isInsufficientBalanceGuard.
    */
@@ -113,7 +115,7 @@ export const transfersRepository = {
       ledger?: Omit<LedgerEntriesTable, 'balance_after'>;
       deliveries: { ids: string[]; endpointIds: string[] };
     },
-  ): Promise<{ consumed: boolean; balance: number | null; position: number | null }> {
+  ): Promise<{ consumed: boolean }> {
     const { transfer, event, ledger } = w;
     const parameters = [
       w.quoteId,
@@ -126,15 +128,12 @@ export const transfersRepository = {
       w.deliveries.ids,
       w.deliveries.endpointIds,
     ];
+    // The columns are the rows' defined keys (as insertRow's): an absent one keeps its default.
+    const columns = (row: object) => Object.entries(row).flatMap(([k, v]) => (v === undefined ? [] : [k]));
     const result = await db.executeQuery(
-      CompiledQuery.raw(createStatement(Object.keys(transfer), Object.keys(event)), parameters) as CompiledQuery<{
-        consumed: number;
-        balance: number | null;
-        position: number | null;
-      }>,
+      CompiledQuery.raw(createStatement(columns(transfer), columns(event)), parameters) as CompiledQuery<{ consumed: number | string }>,
     );
-    const row = result.rows[0];
-    return { consumed: Number(row?.consumed) === 1, balance: row?.balance ?? null, position: row?.position === null ? null : Number(row?.position) };
+    return { consumed: Number(result.rows[0]?.consumed) === 1 };
   },
 
   async find(db: Db, merchantId: string, id: string): Promise<TransferRow | undefined> {

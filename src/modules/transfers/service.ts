@@ -20,6 +20,7 @@ import { appendEvent, eventTakers, published } from '../outbox/outbox.ts';
 import { type ConsumedQuote, type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
 import type { PricedProduct } from '../tariffs/pricing.ts';
+import { warehousesRepository } from '../warehouses/repository.ts';
 import {
   type DeliveryFailureReason,
   findTransition,
@@ -235,9 +236,11 @@ export class TransfersService {
       try {
         outcome = await transfersRepository.createOnPostgres(db, { quoteId: req.matchmakingId, transfer, event, delta: -price, at: now, ledger, deliveries });
       } catch (err) {
-        throw isInsufficientBalanceGuard(err) ? insufficient() : err;
+        // Refused by the debit: the balance it saw (read again; the one read with the quote may be older).
+        if (isInsufficientBalanceGuard(err)) throw insufficient((await merchantsRepository.find(this.#db, merchantId))?.balance);
+        throw err;
       }
-      // Consumed by another request (or expired) since the read: nothing was written.
+      // Consumed by another request, expired or its warehouse disabled since the read: nothing was written.
       if (!outcome.consumed) throw await this.#whyNotConsumable(db, merchantId, req.matchmakingId, now);
       published(trx, event);
       return transfer;
@@ -292,8 +295,8 @@ export class TransfersService {
       price > 0
         ? { id: newId(), merchant_id: merchantId, kind: 'CHARGE' as const, amount: -price, transfer_id: transfer.id, note: null, created_at: now }
         : undefined;
-    const insufficient = () => {
-      const current = quote.merchant_balance ?? 0;
+    // The balance the refusal names: the one read with the quote, or a fresher one when that read was not the debit's.
+    const insufficient = (current = quote.merchant_balance ?? 0) => {
       return new AppError(
         'INSUFFICIENT_BALANCE',
         `The balance (${formatMinor(current)} ${quote.currency}) does not cover ${product.common.price.payable_amount} ${quote.currency}; top up and retry`,
@@ -319,6 +322,9 @@ export class TransfersService {
     }
     if (quote.status === 'consumed') return alreadyUsed(quote.transfer_id);
     if (quote.expires_at <= now) return new AppError('QUOTE_EXPIRED', `Quote ${quote.id} expired at ${iso(quote.expires_at)}; request new options`);
+    // Still pending: PostgreSQL's one statement consumes only while the quote's warehouse is ACTIVE.
+    const warehouse = await warehousesRepository.find(trx, merchantId, quote.warehouse_id);
+    if (warehouse?.status !== 'ACTIVE') return new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
     return alreadyUsed(quote.transfer_id); // consumed by a transaction that committed after our statement began
   }
 

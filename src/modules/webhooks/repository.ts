@@ -21,7 +21,6 @@ export interface OutgoingMessage {
 export const endpointTakes = (e: Pick<EndpointRow, 'event_types'>, type: string) =>
   e.event_types === null || (JSON.parse(e.event_types) as string[]).includes(type);
 
-/** Endpoint queries are scoped to the merchant; the unscoped ones serve operators and the worker. */
 /**
  * A row last written more than this far in "the future" was scheduled by a clock that has since jumped
  * back: its retry time and lease are taken as due now, instead of waiting out the jump (an hour back would
@@ -30,21 +29,24 @@ export const endpointTakes = (e: Pick<EndpointRow, 'event_types'>, type: string)
 const CLOCK_AHEAD_MS = 60_000;
 
 /**
- * For a statement that inserts an event in a CTE named `event` (returning position, id, merchant_id,
+ * For a statement that inserts an event in a CTE (named by `event`, returning position, id, merchant_id,
  * type, occurred_at): the body of a CTE inserting one pending delivery per pair of the two text-array
- * parameters (delivery ids, endpoint ids), as deliver() writes them. One statement text whatever the
- * number of endpoints; none when the arrays are empty.
+ * parameters (delivery ids, endpoint ids), as deliver() writes them, to those endpoints that are still
+ * the merchant's and enabled when the statement runs (they were read one round trip before). One
+ * statement text whatever the number of endpoints; none when the arrays are empty.
  */
 export const deliveriesOfEventSql = (event: string, ids: string, endpointIds: string) =>
   `insert into webhook_deliveries (id, merchant_id, endpoint_id, message_id, event_type, event_position, payload, status, attempts, next_attempt_at, locked_until, lease, created_at, updated_at)
   select d.id, ${event}.merchant_id, d.endpoint_id, ${event}.id, ${event}.type, ${event}.position, null, 'pending', 0, ${event}.occurred_at, null, null, ${event}.occurred_at, ${event}.occurred_at
-  from ${event} cross join unnest(${ids}::text[], ${endpointIds}::text[]) as d(id, endpoint_id)`;
+  from ${event} cross join unnest(${ids}::text[], ${endpointIds}::text[]) as d(id, endpoint_id)
+  join webhook_endpoints we on we.id = d.endpoint_id and we.merchant_id = ${event}.merchant_id and we.status = 'ENABLED'`;
 
 // Every event's fan-out reads the merchant's enabled endpoints (compiled once).
 const enabledEndpoints = prepared<[string], Pick<EndpointRow, 'id' | 'event_types'>>((db, arg) =>
   db.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('merchant_id', '=', arg(0)).where('status', '=', 'ENABLED'),
 );
 
+/** Endpoint queries are scoped to the merchant; the unscoped ones serve operators and the worker. */
 export const webhooksRepository = {
   async insertEndpoint(db: Db, row: EndpointRow): Promise<void> {
     await db.insertInto('webhook_endpoints').values(row).execute();
