@@ -57,11 +57,13 @@ type NewQuoteEvent = Omit<EventsTable, 'position'>;
 // What a PostgreSQL quote depends on, as one FROM clause over the warehouse `w` (merchant $1, id $2):
 // the tariff version in force and the merchant's enabled endpoints (a JSON array, or null for none).
 // Read by contextOnPostgres, and checked again, the same way, by the write's guard.
+/** The merchant's enabled endpoints as one JSON array `list` (null for none), for a lateral join. */
+const ENABLED_ENDPOINTS = (merchant: string) => `(
+    select json_agg(json_build_object('id', e.id, 'event_types', e.event_types) order by e.id) as list
+    from webhook_endpoints e where e.merchant_id = ${merchant} and e.status = 'ENABLED')`;
 const PRICED_FROM = `warehouses w
   cross join lateral (select max(version) as version from tariffs) t
-  cross join lateral (
-    select json_agg(json_build_object('id', e.id, 'event_types', e.event_types) order by e.id) as list
-    from webhook_endpoints e where e.merchant_id = w.merchant_id and e.status = 'ENABLED') ep
+  cross join lateral ${ENABLED_ENDPOINTS('w.merchant_id')} ep
   where w.merchant_id = $1 and w.id = $2`;
 const FINGERPRINTS = `md5(w::text) as warehouse_fp, md5(coalesce(ep.list::text, '')) as endpoints_fp`;
 const CONTEXT_ON_POSTGRES = `select w.*, t.version as tariff_version, ep.list as endpoints, ${FINGERPRINTS} from ${PRICED_FROM}`;
@@ -145,29 +147,15 @@ const consume = prepared<[string, string, number], ConsumedQuote>(
       ]) as never,
 );
 
-type ForTransferRow = ConsumedQuote & { endpoint_id: string | null; endpoint_event_types: string | null };
-
 // PostgreSQL's transfer reads its quote before the one statement that consumes it: with the warehouse's
-// status, the merchant's name, mode and balance, and one row per enabled endpoint of the merchant.
-const forTransfer = prepared<[string, string], ForTransferRow>((db, arg) =>
-  db
-    .selectFrom('quotes as q')
-    .leftJoin('warehouses as w', (join) => join.onRef('w.id', '=', 'q.warehouse_id').onRef('w.merchant_id', '=', 'q.merchant_id'))
-    .leftJoin('merchants as m', 'm.id', 'q.merchant_id')
-    .leftJoin('webhook_endpoints as e', (join) => join.onRef('e.merchant_id', '=', 'q.merchant_id').on('e.status', '=', 'ENABLED'))
-    .selectAll('q')
-    .select([
-      'w.status as warehouse_status',
-      'm.name as merchant_name',
-      'm.mode as merchant_mode',
-      'm.balance as merchant_balance',
-      'e.id as endpoint_id',
-      'e.event_types as endpoint_event_types',
-    ])
-    .where('q.merchant_id', '=', arg(0))
-    .where('q.id', '=', arg(1))
-    .orderBy('e.id'),
-);
+// status, the merchant's name, mode and balance, and the merchant's enabled endpoints (one JSON array).
+const FOR_TRANSFER = `select q.*, w.status as warehouse_status, m.name as merchant_name, m.mode as merchant_mode,
+    m.balance as merchant_balance, ep.list as endpoints
+  from quotes q
+  left join warehouses w on w.id = q.warehouse_id and w.merchant_id = q.merchant_id
+  left join merchants m on m.id = q.merchant_id
+  cross join lateral ${ENABLED_ENDPOINTS('q.merchant_id')} ep
+  where q.merchant_id = $1 and q.id = $2`;
 
 export const quotesRepository = {
   async insert(db: Db, row: QuoteRow): Promise<void> {
@@ -252,11 +240,13 @@ export const quotesRepository = {
    * endpoints: what PostgreSQL's one-statement transfer (transfersRepository.createOnPostgres) needs first.
    */
   async forTransfer(db: Db, merchantId: string, id: string): Promise<{ quote: ConsumedQuote; endpoints: EndpointTypes[] } | undefined> {
-    const rows = await forTransfer.rows(db, merchantId, id);
-    const first = rows[0];
-    if (!first) return undefined;
-    const { endpoint_id: _id, endpoint_event_types: _types, ...quote } = first;
-    return { quote, endpoints: endpointsOf(rows) };
+    const result = await db.executeQuery(
+      CompiledQuery.raw(FOR_TRANSFER, [merchantId, id]) as CompiledQuery<ConsumedQuote & { endpoints: EndpointTypes[] | null }>,
+    );
+    const row = result.rows[0];
+    if (!row) return undefined;
+    const { endpoints, ...quote } = row;
+    return { quote, endpoints: endpoints ?? [] };
   },
 
   /** Deletes at most `limit` quotes that were never used and expired before `before` (retention). */
