@@ -48,6 +48,16 @@ export function prepared<Args extends unknown[], Row>(build: (db: Kysely<DB>, ar
 }
 
 type Table = keyof DB & string;
+
+/** The columns an INSERT of this row names: its keys with a value (an absent one keeps the column's default). */
+export const definedColumns = (row: object): string[] => Object.entries(row).flatMap(([k, v]) => (v === undefined ? [] : [k]));
+
+/**
+ * PostgreSQL: the select list of `insert into t (columns) select <this> from json_populate_record(null::t, $n::json) r`,
+ * where a row travels as one JSON parameter typed by the table (no cast per column), so the insert can
+ * select FROM another CTE and happen only with it.
+ */
+export const fromRecord = (columns: readonly string[]): string => columns.map((c) => `r.${c}`).join(', ');
 // One compiled INSERT per database, table and set of columns present (the row's own keys, so a column
 // added later is never dropped): keyed by the adapter, then by "table returning? col,col,...".
 const inserts = new WeakMap<object, Map<string, { query: CompiledQuery; columns: string[] }>>();
@@ -59,7 +69,7 @@ const inserts = new WeakMap<object, Map<string, { query: CompiledQuery; columns:
  */
 export async function insertRow<T extends Table>(db: Db, table: T, insert: object, returning?: string): Promise<Array<Record<string, unknown>>> {
   const row = insert as Record<string, unknown>;
-  const columns = Object.keys(row).filter((k) => row[k] !== undefined);
+  const columns = definedColumns(row);
   const adapter = db.getExecutor().adapter;
   let byShape = inserts.get(adapter);
   if (!byShape) {

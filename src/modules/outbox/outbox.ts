@@ -3,7 +3,7 @@ import { afterCommit } from '../../db/transaction.ts';
 import type { DB } from '../../db/types.ts';
 import { type EventCommitted, eventCommitted } from '../../lib/channels.ts';
 import { eventsRepository, type NewEvent } from '../events/repository.ts';
-import { endpointTakes, webhooksRepository } from '../webhooks/repository.ts';
+import { webhooksRepository } from '../webhooks/repository.ts';
 
 /**
  * The transactional outbox, in one function: the event row and its webhook deliveries (one per
@@ -36,14 +36,6 @@ const message = (event: NewEvent, position: number) => ({
   payload: null,
   at: event.occurred_at,
 });
-
-/**
- * For a caller that read the merchant's enabled endpoints beforehand (a quote with its warehouse,
- * PostgreSQL's transfer with its quote): which of them take this event, as webhooksRepository.fanOut chooses.
- */
-export function eventTakers(endpoints: Array<{ id: string; event_types: string | null }>, type: string): string[] {
-  return endpoints.filter((e) => endpointTakes(e, type)).map((e) => e.id);
-}
 
 /** The event is published once `trx` commits; without a transaction, the statement that wrote it has committed: now. */
 export function published(trx: Transaction<DB> | undefined, event: Pick<NewEvent, 'type' | 'merchant_id'>): void {

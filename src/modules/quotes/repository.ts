@@ -1,5 +1,5 @@
 import { CompiledQuery } from 'kysely';
-import { insertRow, prepared } from '../../db/prepared.ts';
+import { fromRecord, insertRow, prepared } from '../../db/prepared.ts';
 import type { Db, EventsTable, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
 
@@ -54,19 +54,21 @@ const context = prepared<[string, string], ContextRow>((db, arg) =>
 
 type NewQuoteEvent = Omit<EventsTable, 'position'>;
 
-// What a PostgreSQL quote depends on, as one FROM clause over the warehouse `w` (merchant $1, id $2):
-// the tariff version in force and the merchant's enabled endpoints (a JSON array, or null for none).
-// Read by contextOnPostgres, and checked again, the same way, by the write's guard.
 /** The merchant's enabled endpoints as one JSON array `list` (null for none), for a lateral join. */
 const ENABLED_ENDPOINTS = (merchant: string) => `(
     select json_agg(json_build_object('id', e.id, 'event_types', e.event_types) order by e.id) as list
     from webhook_endpoints e where e.merchant_id = ${merchant} and e.status = 'ENABLED')`;
+// What a PostgreSQL quote depends on, as one FROM clause over the warehouse `w` (merchant $1, id $2):
+// the tariff version in force `t` and the merchant's enabled endpoints `ep`. Read by contextOnPostgres
+// with the fingerprints below, and checked again with the same expressions by the write's guard.
 const PRICED_FROM = `warehouses w
   cross join lateral (select max(version) as version from tariffs) t
   cross join lateral ${ENABLED_ENDPOINTS('w.merchant_id')} ep
   where w.merchant_id = $1 and w.id = $2`;
-const FINGERPRINTS = `md5(w::text) as warehouse_fp, md5(coalesce(ep.list::text, '')) as endpoints_fp`;
-const CONTEXT_ON_POSTGRES = `select w.*, t.version as tariff_version, ep.list as endpoints, ${FINGERPRINTS} from ${PRICED_FROM}`;
+const WAREHOUSE_FP = 'md5(w::text)';
+const ENDPOINTS_FP = "md5(coalesce(ep.list::text, ''))";
+const CONTEXT_ON_POSTGRES = `select w.*, t.version as tariff_version, ep.list as endpoints, ${WAREHOUSE_FP} as warehouse_fp,
+  ${ENDPOINTS_FP} as endpoints_fp from ${PRICED_FROM}`;
 
 const QUOTE_COLUMNS = [
   'id',
@@ -97,7 +99,6 @@ const EVENT_COLUMNS = [
   'data',
   'occurred_at',
 ] as const satisfies ReadonlyArray<keyof NewQuoteEvent>;
-const r = (columns: readonly string[]) => columns.map((c) => `r.${c}`).join(', ');
 /**
  * PostgreSQL only (SQLite has no INSERT in a WITH): the quote, its event and the event's webhook
  * deliveries (unnest of two arrays, so one statement text whatever the number of endpoints), written
@@ -108,9 +109,9 @@ const r = (columns: readonly string[]) => columns.map((c) => `r.${c}`).join(', '
  */
 const INSERT_WITH_EVENT = `with ok as (
   select 1 from ${PRICED_FROM}
-  and md5(w::text) = $3 and t.version is not distinct from $4::bigint and md5(coalesce(ep.list::text, '')) = $5),
-q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) select ${r(QUOTE_COLUMNS)} from ok, json_populate_record(null::quotes, $6::json) r),
-e as (insert into events (${EVENT_COLUMNS.join(', ')}) select ${r(EVENT_COLUMNS)} from ok, json_populate_record(null::events, $7::json) r
+  and ${WAREHOUSE_FP} = $3 and t.version is not distinct from $4::bigint and ${ENDPOINTS_FP} = $5),
+q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) select ${fromRecord(QUOTE_COLUMNS)} from ok, json_populate_record(null::quotes, $6::json) r),
+e as (insert into events (${EVENT_COLUMNS.join(', ')}) select ${fromRecord(EVENT_COLUMNS)} from ok, json_populate_record(null::events, $7::json) r
   returning position, id, merchant_id, type, occurred_at),
 d as (${deliveriesOfEventSql('e', '$8', '$9')})
 select count(*) as written from e`;

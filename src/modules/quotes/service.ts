@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { inTransaction, type RecordOutcome, withRetries } from '../../db/transaction.ts';
 import type { DB, Dialect } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
@@ -7,9 +7,10 @@ import { newId } from '../../lib/ids.ts';
 import { quoteEstimates } from '../eta/estimates.ts';
 import type { TravelTimeModel } from '../eta/model.ts';
 import { eventsRepository, type NewEvent } from '../events/repository.ts';
-import { eventInserted, eventTakers, published } from '../outbox/outbox.ts';
+import { eventInserted, published } from '../outbox/outbox.ts';
 import { distanceMetres, type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
+import { endpointsTaking } from '../webhooks/repository.ts';
 import { type FingerprintedContext, type QuoteContext, type QuoteRow, quotesRepository } from './repository.ts';
 import type { Quote, QuoteRequest } from './schemas.ts';
 
@@ -180,25 +181,16 @@ export class QuotesService {
   async #writeOnPostgres(context: FingerprintedContext, plan: QuotePlan, record?: RecordOutcome<Quote>): Promise<Quote | undefined> {
     const { row, quote, event, endpointIds } = plan;
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
-    if (!record) {
-      // One statement that commits by itself: one round trip for the whole write.
-      return withRetries(async () => {
-        if (!(await quotesRepository.insertWithEventOnPostgres(this.#db, context, row, event, deliveries))) return undefined;
-        published(undefined, event);
-        return quote;
-      });
-    }
-    return inTransaction(
-      this.#db,
-      async (trx) => {
-        if (!(await quotesRepository.insertWithEventOnPostgres(trx, context, row, event, deliveries))) return undefined;
-        published(trx, event);
-        return quote;
-      },
-      async (trx, result) => {
-        if (result) await record(trx, result); // the key's outcome only with the quote it answers
-      },
-    );
+    const write = async (trx?: Transaction<DB>) => {
+      if (!(await quotesRepository.insertWithEventOnPostgres(trx ?? this.#db, context, row, event, deliveries))) return undefined;
+      published(trx, event);
+      return quote;
+    };
+    // Without a key, one statement that commits by itself: one round trip for the whole write.
+    if (!record) return withRetries(() => write());
+    return inTransaction(this.#db, write, async (trx, result) => {
+      if (result) await record(trx, result); // the key's outcome only with the quote it answers
+    });
   }
 
   /** At most CONTEXTS_KEPT contexts, the oldest remembered dropped first. */
@@ -287,7 +279,7 @@ export class QuotesService {
       occurred_at: now,
     };
     // Who takes the event was read with the warehouse, before the write (as the transfer's PostgreSQL path does).
-    return { row, quote, event, endpointIds: eventTakers(context.endpoints, event.type) };
+    return { row, quote, event, endpointIds: endpointsTaking(context.endpoints, event.type) };
   }
 }
 

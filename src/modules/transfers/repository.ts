@@ -1,5 +1,5 @@
 import { CompiledQuery, type Transaction } from 'kysely';
-import { insertRow, prepared } from '../../db/prepared.ts';
+import { definedColumns, fromRecord, insertRow, prepared } from '../../db/prepared.ts';
 import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
 import type { NewEvent } from '../events/repository.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
@@ -64,7 +64,6 @@ function createStatement(transferColumns: string[], eventColumns: string[]): str
   const key = `${transferColumns.join(',')} ${eventColumns.join(',')}`;
   let text = createStatements.get(key);
   if (text) return text;
-  const r = (columns: string[]) => columns.map((c) => `r.${c}`).join(', ');
   text = `with c as (
   update quotes set status = 'consumed', consumed_at = $3 where merchant_id = $2 and id = $1 and status = 'pending' and expires_at > $3
   and exists (select 1 from warehouses w where w.id = quotes.warehouse_id and w.merchant_id = $2 and w.status = 'ACTIVE') returning id),
@@ -72,9 +71,9 @@ debit as (
   update merchants set balance = balance + $4, updated_at = $3
   where id = $2 and balance + $4 >= 0 and balance + $4 <= ${Number.MAX_SAFE_INTEGER} and exists (select 1 from c) returning balance),
 t as (
-  insert into transfers (${transferColumns.join(', ')}) select ${r(transferColumns)} from debit, json_populate_record(null::transfers, $5::json) r),
+  insert into transfers (${transferColumns.join(', ')}) select ${fromRecord(transferColumns)} from debit, json_populate_record(null::transfers, $5::json) r),
 e as (
-  insert into events (${eventColumns.join(', ')}) select ${r(eventColumns)} from debit, json_populate_record(null::events, $6::json) r
+  insert into events (${eventColumns.join(', ')}) select ${fromRecord(eventColumns)} from debit, json_populate_record(null::events, $6::json) r
   returning position, id, merchant_id, type, occurred_at),
 l as (
   insert into ledger_entries (id, merchant_id, kind, amount, balance_after, transfer_id, note, created_at)
@@ -128,10 +127,8 @@ export const transfersRepository = {
       w.deliveries.ids,
       w.deliveries.endpointIds,
     ];
-    // The columns are the rows' defined keys (as insertRow's): an absent one keeps its default.
-    const columns = (row: object) => Object.entries(row).flatMap(([k, v]) => (v === undefined ? [] : [k]));
     const result = await db.executeQuery(
-      CompiledQuery.raw(createStatement(columns(transfer), columns(event)), parameters) as CompiledQuery<{ consumed: number | string }>,
+      CompiledQuery.raw(createStatement(definedColumns(transfer), definedColumns(event)), parameters) as CompiledQuery<{ consumed: number | string }>,
     );
     return { consumed: Number(result.rows[0]?.consumed) === 1 };
   },

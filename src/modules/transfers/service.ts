@@ -16,11 +16,12 @@ import type { Point, TravelTimeModel } from '../eta/model.ts';
 import { eventsRepository, type NewEvent } from '../events/repository.ts';
 import { type Event, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
-import { appendEvent, eventTakers, published } from '../outbox/outbox.ts';
+import { appendEvent, published } from '../outbox/outbox.ts';
 import { type ConsumedQuote, type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
 import type { PricedProduct } from '../tariffs/pricing.ts';
 import { warehousesRepository } from '../warehouses/repository.ts';
+import { endpointsTaking } from '../webhooks/repository.ts';
 import {
   type DeliveryFailureReason,
   findTransition,
@@ -229,9 +230,10 @@ export class TransfersService {
       throw await this.#whyNotConsumable(this.#db, merchantId, req.matchmakingId, now);
     }
     const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, found.quote, req, now);
-    const endpointIds = eventTakers(found.endpoints, event.type);
+    const endpointIds = endpointsTaking(found.endpoints, event.type);
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
-    const write = async (db: Db, trx?: Transaction<DB>) => {
+    const write = async (trx?: Transaction<DB>) => {
+      const db = trx ?? this.#db;
       let outcome: { consumed: boolean };
       try {
         outcome = await transfersRepository.createOnPostgres(db, { quoteId: req.matchmakingId, transfer, event, delta: -price, at: now, ledger, deliveries });
@@ -245,12 +247,8 @@ export class TransfersService {
       published(trx, event);
       return transfer;
     };
-    if (!record) return withRetries(() => write(this.#db));
-    return inTransaction(
-      this.#db,
-      (trx) => write(trx, trx),
-      (trx, row) => record(trx, this.#toTransfer(row)),
-    );
+    if (!record) return withRetries(() => write());
+    return inTransaction(this.#db, write, (trx, row) => record(trx, this.#toTransfer(row)));
   }
 
   /**

@@ -18,8 +18,11 @@ export interface OutgoingMessage {
 }
 
 /** Whether an endpoint takes this type of event (its event_types: a JSON array, null for every type). */
-export const endpointTakes = (e: Pick<EndpointRow, 'event_types'>, type: string) =>
-  e.event_types === null || (JSON.parse(e.event_types) as string[]).includes(type);
+const endpointTakes = (e: Pick<EndpointRow, 'event_types'>, type: string) => e.event_types === null || (JSON.parse(e.event_types) as string[]).includes(type);
+
+/** The ids of these endpoints (the merchant's enabled ones) that take this type of event: the fan-out's choice. */
+export const endpointsTaking = (endpoints: Array<Pick<EndpointRow, 'id' | 'event_types'>>, type: string): string[] =>
+  endpoints.filter((e) => endpointTakes(e, type)).map((e) => e.id);
 
 /**
  * A row last written more than this far in "the future" was scheduled by a clock that has since jumped
@@ -103,7 +106,7 @@ export const webhooksRepository = {
   /** The ids of the merchant's enabled endpoints that take this type of message (or the one `only` names). */
   async targets(trx: Transaction<DB>, merchantId: string, type: string, target: { only?: string; except?: string } = {}): Promise<string[]> {
     if (target.only === undefined && target.except === undefined) {
-      return (await enabledEndpoints.rows(trx, merchantId)).filter((e) => endpointTakes(e, type)).map((e) => e.id);
+      return endpointsTaking(await enabledEndpoints.rows(trx, merchantId), type);
     }
     let q = trx.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('merchant_id', '=', merchantId).where('status', '=', 'ENABLED');
     if (target.only !== undefined) q = q.where('id', '=', target.only);
