@@ -11,5 +11,5 @@ if (major < 24) {
   process.stderr.write(`mds needs Node.js 24 or newer (it runs the TypeScript sources directly); this is ${process.version}.\n`);
   process.exit(1);
 }
-const { main } = await import(freshBuild(new URL('..', import.meta.url).pathname) ? '../dist/cli/program.js' : '../src/cli/program.ts');
+const { main } = await import(freshBuild(new URL('..', import.meta.url).pathname) ? '../dist/bundle/program.js' : '../src/cli/program.ts');
 process.exitCode = await main(process.argv.slice(2));

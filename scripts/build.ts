@@ -7,7 +7,9 @@
 import { spawnSync } from 'node:child_process';
 import { closeSync, copyFileSync, mkdirSync, openSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { readFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
+import { build, type Plugin } from 'esbuild';
 
 const root = join(import.meta.dirname, '..');
 const src = join(root, 'src');
@@ -34,6 +36,63 @@ const copyAssets = (dir: string) => {
   }
 };
 copyAssets(src);
+await bundle();
 const stamp = join(dist, '.built');
 closeSync(openSync(stamp, 'w'));
 utimesSync(stamp, started, started);
+
+/**
+ * dist/bundle/: the compiled tree and the ES-module libraries it imports, as a few files (esbuild; the
+ * CLI's commands and the lazily imported modules stay chunks of their own). Node keeps a record, the
+ * source and the bytecode of every module it loads: about 900 of them (typebox and kysely are a few
+ * hundred files each) cost some 25 MiB of idle RSS that one module holding the same code does not.
+ * The CommonJS packages (fastify, pg, ajv, pino...) stay outside, loaded from node_modules as before:
+ * bundling them into ES modules would need a `require` shim, and they are a few files each.
+ */
+async function bundle(): Promise<void> {
+  const inlined = new Set(['typebox', 'kysely', 'jose', 'uuid', 'otpauth', 'eta']);
+  const outdir = join(dist, 'bundle');
+  const packagesOutside: Plugin = {
+    name: 'packages-outside',
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, (args) => {
+        if (args.path.startsWith('node:')) return { path: args.path, external: true };
+        const name = args.path.startsWith('@') ? args.path.split('/').slice(0, 2).join('/') : args.path.split('/')[0];
+        return inlined.has(name) ? undefined : { path: args.path, external: true };
+      });
+    },
+  };
+  // import.meta in a bundled file names the bundle's chunk; the few files that read assets beside
+  // themselves (templates, static files, the default tariff) get their own location back.
+  const ownLocation: Plugin = {
+    name: 'own-location',
+    setup(b) {
+      b.onLoad({ filter: /\/dist\/.*\.js$/ }, async (args) => {
+        const code = await readFile(args.path, 'utf8');
+        if (!code.includes('import.meta')) return undefined;
+        const file = JSON.stringify(relative(outdir, args.path));
+        const dir = JSON.stringify(`${relative(outdir, dirname(args.path))}/`);
+        return {
+          loader: 'js',
+          contents: code.replace(/import\.meta\.(dirname|url)/g, (_, what) =>
+            what === 'url' ? `new URL(${file}, import.meta.url).href` : `decodeURIComponent(new URL(${dir}, import.meta.url).pathname.slice(0, -1))`,
+          ),
+        };
+      });
+    },
+  };
+  await build({
+    entryPoints: { program: join(dist, 'cli', 'program.js') },
+    outdir,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node24',
+    keepNames: true,
+    minifyWhitespace: true,
+    legalComments: 'external',
+    logLevel: 'warning',
+    plugins: [packagesOutside, ownLocation],
+  });
+}
