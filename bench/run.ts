@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { quoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
-import { freePort, runMds, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild, stopCommands } from '../scripts/lib/server-process.ts';
+import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild, stopCommands } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
 import { seedGrowth } from './growth.ts';
 import { benchTokens, type MicroResult, tokensTable } from './tokens.ts';
@@ -773,7 +773,7 @@ async function main(): Promise<void> {
     const merchantId = (await http(base, 'GET', `/warehouses/${warehouseId}`, undefined, auth.authorization.slice('Bearer '.length))).merchantId as string;
     const floorPort = await freePort();
     const floorChild = spawn(process.execPath, [...SERVER_NODE_FLAGS, join(import.meta.dirname, 'floor.mjs')], {
-      env: { PATH: process.env.PATH, ...storeHandle.env, PORT: String(floorPort), FLOOR_MERCHANT: merchantId },
+      env: { PATH: process.env.PATH, ...SERVER_ENV, ...storeHandle.env, PORT: String(floorPort), FLOOR_MERCHANT: merchantId },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     running.add(floorChild);

@@ -86,13 +86,24 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs = 10_
  * generation keeps the short-lived objects of requests that are in flight across a scavenge (100
  * concurrent requests waiting on PostgreSQL) from being promoted: without it the old generation, and
  * RSS, grew about 30 % in a 60 s soak before the first full collection, although a full GC left 36 MB
- * live (no leak); with it RSS stays flat (RELIABILITY.md, soak).
+ * live (no leak); with it RSS stays flat (RELIABILITY.md, soak). 32 MiB rather than 64 (Node 24's
+ * ceiling on a large host): the soak stays flat with either (1.9 % and 1.0 % growth), and after the
+ * benchmark's mix RSS is ~193 MiB against ~268 (docs/benchmarks.md, "Memory, fifth pass").
  */
-export const SERVER_NODE_FLAGS = ['--max-semi-space-size=64'];
+export const SERVER_NODE_FLAGS = ['--max-semi-space-size=32'];
+
+/**
+ * The environment the service runs with beside its own settings (`npm start` sets it too). glibc gives
+ * each thread that allocates its own malloc arena (up to 8 per core) and keeps what they freed: Node's
+ * worker threads (V8's compiler and GC helpers, libuv's pool) held ~6 MiB of idle RSS that way. Two
+ * arenas cost nothing measurable here, where one thread does nearly all the allocating
+ * (docs/benchmarks.md, "Idle memory, third pass").
+ */
+export const SERVER_ENV = { MALLOC_ARENA_MAX: '2' };
 
 /** Starts `node bin/mds.js serve` (or opts.args); await `ready` for its URL. */
 export function startServer(opts: ServerOptions): ServerChild {
-  const { env } = opts;
+  const env: NodeJS.ProcessEnv = { ...SERVER_ENV, ...opts.env };
   const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, MDS_BIN, ...(opts.args ?? ['serve'])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   const exited = new Promise<Exit>((resolve) => {
