@@ -36,28 +36,26 @@ test('mds runs the compiled build only while it is newer than every source file,
 
 // The bundle (scripts/build.ts) rewrites import.meta in the files that read what lies beside them: the
 // pages' templates and static files, the courier app's service worker, the default tariff (read at start).
-test(
-  'the built server (one bundle) finds the files beside its modules: static assets, templates, the service worker',
-  { skip: freshBuild(ROOT) ? false : 'dist/ is older than src/ here: npm run build (CI builds it at npm ci)' },
-  async (t) => {
-    assert.ok(existsSync(join(ROOT, 'dist', 'bundle', 'program.js')));
-    const dir = mkdtempSync(join(tmpdir(), 'mds-bundle-'));
-    const server = await startServerProcess({ env: { DATABASE_URL: `sqlite:${join(dir, 'b.sqlite')}` } });
-    t.after(async () => {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
-    const css = await fetch(`${server.url}/static/app.css`);
-    assert.equal(css.status, 200);
-    assert.equal(await css.text(), readFileSync(join(ROOT, 'src', 'web', 'static', 'app.css'), 'utf8'));
-    const worker = await fetch(`${server.url}/courier-app/sw.js`);
-    assert.equal(worker.status, 200);
-    const source = readFileSync(join(ROOT, 'src', 'web', 'courier-app', 'install', 'sw.js'), 'utf8');
-    const text = await worker.text();
-    assert.match(text, /"\/courier-app\/offline"/);
-    assert.equal(text.split('\n').length, source.split('\n').length);
-    const offline = await fetch(`${server.url}/courier-app/offline`);
-    assert.equal(offline.status, 200);
-    assert.match(await offline.text(), /<title>No network/);
-  },
-);
+test('the built server (one bundle) finds the files beside its modules: static assets, templates, the service worker', {
+  skip: freshBuild(ROOT) ? false : 'dist/ is older than src/ here: npm run build (CI builds it at npm ci)',
+}, async (t) => {
+  assert.ok(existsSync(join(ROOT, 'dist', 'bundle', 'program.js')));
+  const dir = mkdtempSync(join(tmpdir(), 'mds-bundle-'));
+  const server = await startServerProcess({ env: { DATABASE_URL: `sqlite:${join(dir, 'b.sqlite')}` } });
+  t.after(async () => {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const css = await fetch(`${server.url}/static/app.css`);
+  assert.equal(css.status, 200);
+  assert.equal(await css.text(), readFileSync(join(ROOT, 'src', 'web', 'static', 'app.css'), 'utf8'));
+  const worker = await fetch(`${server.url}/courier-app/sw.js`);
+  assert.equal(worker.status, 200);
+  const source = readFileSync(join(ROOT, 'src', 'web', 'courier-app', 'install', 'sw.js'), 'utf8');
+  const text = await worker.text();
+  assert.match(text, /"\/courier-app\/offline"/);
+  assert.equal(text.split('\n').length, source.split('\n').length);
+  const offline = await fetch(`${server.url}/courier-app/offline`);
+  assert.equal(offline.status, 200);
+  assert.match(await offline.text(), /<title>No network/);
+});
