@@ -13,6 +13,8 @@ export interface Config {
   databaseSchema: string | undefined;
   /** PostgreSQL default_transaction_isolation for every connection; unset: the server's default (read committed). */
   databaseIsolation: DatabaseIsolation | undefined;
+  /** PostgreSQL: the hot statements as named prepared statements (off behind PgBouncer in transaction mode before 1.21). */
+  databasePreparedStatements: boolean;
   /** PostgreSQL statement_timeout and lock_timeout of every connection, in ms (0: the server's own). */
   databaseStatementTimeoutMs: number;
   databaseLockTimeoutMs: number;
@@ -219,6 +221,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseSchema: env.DATABASE_SCHEMA?.trim() || undefined,
     databaseIsolation: Object.hasOwn(ISOLATION_LEVELS, isolationRaw) ? ISOLATION_LEVELS[isolationRaw] : undefined,
+    databasePreparedStatements: bool('DATABASE_PREPARED_STATEMENTS', true),
     databaseStatementTimeoutMs: int('DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
     databaseLockTimeoutMs: int('DATABASE_LOCK_TIMEOUT_MS', 5_000, 0, 3_600_000),
     logLevel,

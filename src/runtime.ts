@@ -70,6 +70,7 @@ export async function openRuntime(config: Config, opts: RuntimeOptions = {}): Pr
     poolSize: opts.poolSize ?? config.databasePoolSize,
     schema: config.databaseSchema,
     isolation: config.databaseIsolation,
+    preparedStatements: config.databasePreparedStatements,
     ...databaseTimeouts(config),
     onPoolError: (err) =>
       (runtime?.log ?? log).warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'database connection lost; it will reconnect'),

@@ -5,6 +5,7 @@ import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config, DatabaseIsolation } from '../config.ts';
 import { allMigrations } from './migrations/index.ts';
+import { reusedName } from './reused-statements.ts';
 import { NodeSqliteDialect, openSqlite } from './sqlite-dialect.ts';
 import type { DB, Dialect } from './types.ts';
 
@@ -43,6 +44,12 @@ export interface DatabaseOptions {
    */
   statementTimeoutMs?: number;
   lockTimeoutMs?: number;
+  /**
+   * PostgreSQL: send the statements marked with reusedStatement() as named (server-side prepared) ones,
+   * parsed and planned once per connection (default true). Off behind PgBouncer in transaction mode
+   * before 1.21, which hands each transaction a different server connection.
+   */
+  preparedStatements?: boolean;
   onPoolError?: (err: Error) => void;
 }
 
@@ -89,7 +96,13 @@ const types = {
  * pool and fail every later query after the same timeout. Ended, it is discarded and replaced.
  */
 class TimeoutSafeClient extends pg.Client {
+  /** Whether reused statements go named (DatabaseOptions.preparedStatements). */
+  prepared = true;
   override query(...args: any[]): any {
+    if (this.prepared && typeof args[0] === 'string' && Array.isArray(args[1])) {
+      const name = reusedName(args[0]);
+      if (name) args = [{ name, text: args[0], values: args[1] }, ...args.slice(2)];
+    }
     const result = (super.query as (...a: unknown[]) => unknown)(...args);
     if (result instanceof Promise) {
       result.catch((err: Error) => {
@@ -105,8 +118,11 @@ function openPostgres(opts: DatabaseOptions): Database {
   const startupOptions: string[] = [];
   if (opts.schema) startupOptions.push(`-c search_path=${opts.schema}`);
   if (opts.isolation) startupOptions.push(`-c default_transaction_isolation=${opts.isolation.replace(' ', '\\ ')}`);
+  const prepared = opts.preparedStatements ?? true;
   const pool = new pg.Pool({
-    Client: TimeoutSafeClient,
+    Client: class extends TimeoutSafeClient {
+      override prepared = prepared;
+    },
     connectionString: opts.url,
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: 5_000,

@@ -72,7 +72,7 @@ export async function createTestApp(
     ...store.env,
     ...env,
   });
-  const database = openDatabase({ url: store.url, schema: store.schema, poolSize: 10 });
+  const database = openDatabase({ url: store.url, schema: store.schema, poolSize: 10, preparedStatements: store.preparedStatements });
   await migrateForTest(database);
   const clock = new ManualClock(opts.now ?? Date.now());
   const logs: string[] = [];

@@ -194,7 +194,13 @@ export interface StoreAccess {
  */
 export async function openStore(env: Record<string, string>, poolSize = 4): Promise<StoreAccess> {
   const config = loadConfig({ NODE_ENV: 'test', TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS, ...env });
-  const database = openDatabase({ url: config.databaseUrl, schema: config.databaseSchema, poolSize, isolation: config.databaseIsolation });
+  const database = openDatabase({
+    url: config.databaseUrl,
+    schema: config.databaseSchema,
+    poolSize,
+    isolation: config.databaseIsolation,
+    preparedStatements: config.databasePreparedStatements,
+  });
   await migrateForTest(database);
   const services = createServices({ config, database, clock: systemClock, signingKeys: config.tokenSigningKeys });
   return { database, services, close: () => database.close() };

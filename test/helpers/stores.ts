@@ -18,6 +18,8 @@ export interface TestStore {
   schema?: string;
   /** The environment a server process needs to use this store. */
   env: Record<string, string>;
+  /** false through PgBouncer (transaction mode): no named prepared statements (DATABASE_PREPARED_STATEMENTS). */
+  preparedStatements?: boolean;
   cleanup(): Promise<void>;
 }
 
@@ -54,7 +56,8 @@ export async function createStore(name: StoreName): Promise<TestStore> {
     return {
       name,
       url,
-      env: { DATABASE_URL: url },
+      env: { DATABASE_URL: url, DATABASE_PREPARED_STATEMENTS: 'false' },
+      preparedStatements: false,
       cleanup: async () => {
         await adminQuery(`drop database if exists ${database} with (force)`);
       },

@@ -1,5 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import { fromRecord, insertRow, prepared } from '../../db/prepared.ts';
+import { reusedStatement } from '../../db/reused-statements.ts';
 import type { Db, EventsTable, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
 
@@ -107,14 +108,14 @@ const EVENT_COLUMNS = [
  * $1 merchant, $2 warehouse, $3 warehouse fingerprint, $4 tariff version, $5 endpoints fingerprint,
  * $6 the quote, $7 the event, $8 and $9 the deliveries' ids and endpoint ids.
  */
-const INSERT_WITH_EVENT = `with ok as (
+const INSERT_WITH_EVENT = reusedStatement(`with ok as (
   select 1 from ${PRICED_FROM}
   and ${WAREHOUSE_FP} = $3 and t.version is not distinct from $4::bigint and ${ENDPOINTS_FP} = $5),
 q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) select ${fromRecord(QUOTE_COLUMNS)} from ok, json_populate_record(null::quotes, $6::json) r),
 e as (insert into events (${EVENT_COLUMNS.join(', ')}) select ${fromRecord(EVENT_COLUMNS)} from ok, json_populate_record(null::events, $7::json) r
   returning position, id, merchant_id, type, occurred_at),
 d as (${deliveriesOfEventSql('e', '$8', '$9')})
-select count(*) as written from e`;
+select count(*) as written from e`);
 
 /** A quote consumed for a transfer, with what the transfer needs of its warehouse and its merchant (read by the same statement). */
 export type ConsumedQuote = QuoteRow & {

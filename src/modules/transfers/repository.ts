@@ -1,5 +1,6 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import { definedColumns, fromRecord, insertRow, prepared } from '../../db/prepared.ts';
+import { reusedStatement } from '../../db/reused-statements.ts';
 import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
 import type { NewEvent } from '../events/repository.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
@@ -82,7 +83,7 @@ l as (
 d as (${deliveriesOfEventSql('e', '$8', '$9')})
 select (select count(*) from c) as consumed,
   1 / (case when exists (select 1 from c) and not exists (select 1 from debit) then 0 else 1 end) as insufficient_balance_guard`;
-  createStatements.set(key, text);
+  createStatements.set(key, reusedStatement(text));
   return text;
 }
 

@@ -138,7 +138,7 @@ export async function query(url: string, text: string, values: unknown[] = []): 
 /** The store in this process, migrated (as test/helpers' openStore, without its lock on the machine's PostgreSQL). */
 export async function openStore(env: Record<string, string>, poolSize = 2): Promise<StoreAccess> {
   const config = loadConfig({ NODE_ENV: 'test', TOKEN_SIGNING_KEYS: TEST_SIGNING_KEYS, ...env });
-  const database = openDatabase({ url: config.databaseUrl, poolSize });
+  const database = openDatabase({ url: config.databaseUrl, poolSize, preparedStatements: config.databasePreparedStatements });
   await migrateToLatest(database);
   const services = createServices({ config, database, clock: systemClock, signingKeys: config.tokenSigningKeys });
   return { database, services, close: () => database.close() };

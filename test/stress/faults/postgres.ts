@@ -139,7 +139,7 @@ export async function pgbouncerFamily(seed: number): Promise<FaultFigures> {
     const port = bouncer.port;
     // The store is migrated directly; the server goes through PgBouncer (transaction pooling).
     await (await openStore({ DATABASE_URL: cluster.url }, 1)).close();
-    rig = await startRig({ DATABASE_URL: `${bouncer.baseUrl}mds`, DATABASE_POOL_SIZE: '6' }, 'PgBouncer merchant');
+    rig = await startRig({ DATABASE_URL: `${bouncer.baseUrl}mds`, DATABASE_POOL_SIZE: '6', DATABASE_PREPARED_STATEMENTS: 'false' }, 'PgBouncer merchant');
     const load = new Load(rig.client, rig.warehouseId, { workers: WORKERS, rand: prng(seed) });
     await sleep(1000);
     const rounds: FaultRound[] = [];

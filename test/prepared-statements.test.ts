@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
+import { createMerchant, openStore } from './helpers/server-process.ts';
+import { createStore, postgresOnly } from './helpers/stores.ts';
+
+// The quote's and the transfer's one statement go as named prepared statements on PostgreSQL (parsed and
+// planned once per connection), unless DATABASE_PREPARED_STATEMENTS=false (PgBouncer in transaction mode).
+// One connection in the pool, so the session that ran them is the one asked.
+describe('hot PostgreSQL statements are prepared once per connection', { skip: postgresOnly('prepared statements') }, () => {
+  for (const setting of ['true', 'false'] as const) {
+    test(`DATABASE_PREPARED_STATEMENTS=${setting}`, async (t) => {
+      const store = await createStore('postgres');
+      const access = await openStore({ ...store.env, DATABASE_PREPARED_STATEMENTS: setting }, 1);
+      t.after(async () => {
+        await access.close();
+        await store.cleanup();
+      });
+      const m = await createMerchant(access, 'Prepared shop', '1000');
+      const warehouse = await access.services.warehouses.create(m.merchantId, warehouseBody() as never);
+      for (let i = 0; i < 3; i++) {
+        const quote = await access.services.quotes.create(m.merchantId, moscowQuoteBody(warehouse.id, i) as never);
+        await access.services.transfers.create(m.merchantId, transferBody(quote.id) as never);
+      }
+      const { rows } = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements order by name`.execute(
+        access.database.db,
+      );
+      const ours = rows.filter((r) => r.name.startsWith('mds_'));
+      if (setting === 'false') {
+        assert.deepEqual(ours, []);
+        return;
+      }
+      assert.equal(ours.length, 2, JSON.stringify(rows.map((r) => r.statement.slice(0, 40))));
+      assert.ok(ours.some((r) => r.statement.startsWith('with ok as (')));
+      assert.ok(ours.some((r) => r.statement.startsWith('with c as (')));
+      const balance = await access.database.db.selectFrom('merchants').select('balance').where('id', '=', m.merchantId).executeTakeFirstOrThrow();
+      const transfers = await access.database.db.selectFrom('transfers').select('total_amount').where('merchant_id', '=', m.merchantId).execute();
+      assert.equal(transfers.length, 3);
+      assert.equal(balance.balance, m.openingMinor - transfers.reduce((s, x) => s + x.total_amount, 0));
+    });
+  }
+});
