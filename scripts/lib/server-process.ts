@@ -95,9 +95,9 @@ export const SERVER_NODE_FLAGS = ['--max-semi-space-size=32'];
 /**
  * The environment the service runs with beside its own settings (`npm start` sets it too). glibc gives
  * each thread that allocates its own malloc arena (up to 8 per core) and keeps what they freed: Node's
- * worker threads (V8's compiler and GC helpers, libuv's pool) held ~6 MiB of idle RSS that way. Two
- * arenas cost nothing measurable here, where one thread does nearly all the allocating
- * (docs/benchmarks.md, "Idle memory, third pass").
+ * worker threads (V8's compiler and GC helpers, libuv's pool) held ~5 MiB of idle RSS that way. Two
+ * arenas are enough where one thread does nearly all the allocating (docs/benchmarks.md, "Memory, fifth
+ * pass").
  */
 export const SERVER_ENV = { MALLOC_ARENA_MAX: '2' };
 
