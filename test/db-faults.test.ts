@@ -30,6 +30,8 @@ import { adminQuery, createStore, POSTGRES_URL, postgresOnly, type TestStore } f
  */
 
 const SKIP_PG = postgresOnly('database fault tests');
+// The faults are under test here, not the per-merchant limit: a load loop on a fast store would pass it.
+const UNLIMITED = { MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000' };
 
 interface Outcome {
   what: 'options' | 'transfer';
@@ -278,7 +280,7 @@ describe('database faults under load (PostgreSQL)', { skip: SKIP_PG }, () => {
   test('connections killed with pg_terminate_backend during load: 503s, no crash, recovery, no acknowledged transfer lost', async (t) => {
     // Our own application_name (pg reads PGAPPNAME), so we kill this server's connections and nobody else's.
     const appName = `mds_faults_${randomBytes(4).toString('hex')}`;
-    const server = await startServerProcess({ env: { ...store.env, PGAPPNAME: appName, DATABASE_POOL_SIZE: '5' } });
+    const server = await startServerProcess({ env: { ...store.env, ...UNLIMITED, PGAPPNAME: appName, DATABASE_POOL_SIZE: '5' } });
     try {
       const { m, client, warehouseId } = await setUp(server, 'Terminated connections');
       const traffic = load(client, warehouseId, 12);
@@ -321,7 +323,7 @@ describe('database faults under load (PostgreSQL)', { skip: SKIP_PG }, () => {
 
   test('PostgreSQL unreachable, then back: 503 meanwhile, /readyz 503 then 200, /healthz 200 throughout, recovery without restart', async (t) => {
     const { proxy, viaProxy } = await proxiedPostgres();
-    const server = await startServerProcess({ env: { ...store.env, DATABASE_URL: viaProxy } });
+    const server = await startServerProcess({ env: { ...store.env, ...UNLIMITED, DATABASE_URL: viaProxy } });
     try {
       const { m, client, warehouseId } = await setUp(server, 'Database down');
       const traffic = load(client, warehouseId, 6);
@@ -387,7 +389,7 @@ describe('database faults under load (PostgreSQL)', { skip: SKIP_PG }, () => {
 
   test('PostgreSQL silent (a partition drops the connections): 503 within the connect and query timeouts, never a hang; recovery', async (t) => {
     const { proxy, viaProxy } = await proxiedPostgres();
-    const server = await startServerProcess({ env: { ...store.env, DATABASE_URL: viaProxy, DATABASE_POOL_SIZE: '4' } });
+    const server = await startServerProcess({ env: { ...store.env, ...UNLIMITED, DATABASE_URL: viaProxy, DATABASE_POOL_SIZE: '4' } });
     try {
       const { m, client, warehouseId } = await setUp(server, 'Silent database');
       const traffic = load(client, warehouseId, 4, 60_000);
