@@ -1,7 +1,8 @@
 // `node bench/profile.ts ROW [seconds] [out.cpuprofile]`: one endpoint in process through app.inject (no sockets),
 // LOG_LEVEL=warn; a CPU profile of the load phase only (node:inspector) goes to out.cpuprofile, and the
 // statements each request sent to the database are counted (a round trip each on PostgreSQL).
-// SQLite in a temp dir; PROFILE_POSTGRES_URL=postgres://... profiles on PostgreSQL, in a fresh schema dropped after.
+// SQLite in a temp dir; PROFILE_POSTGRES_URL=postgres://... profiles on PostgreSQL, in a fresh schema dropped after
+// (PROFILE_PREPARED_STATEMENTS=false: every statement unnamed, as DATABASE_PREPARED_STATEMENTS=false).
 // ROW: warehouse-get | warehouse-list | options | transfer | transfer-get | transfer-list
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,7 +31,7 @@ if (schema) {
   await admin.db.schema.createSchema(schema).execute();
   await admin.close();
 }
-const database = openDatabase({ url: config.databaseUrl, schema });
+const database = openDatabase({ url: config.databaseUrl, schema, preparedStatements: process.env.PROFILE_PREPARED_STATEMENTS !== 'false' });
 // Every statement the app sends goes through a connection the executor provides: count them there.
 let statements = 0;
 const counted = new WeakSet<object>();

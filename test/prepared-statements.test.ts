@@ -5,7 +5,7 @@ import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fix
 import { createMerchant, openStore } from './helpers/server-process.ts';
 import { createStore, postgresOnly } from './helpers/stores.ts';
 
-// The quote's and the transfer's one statement go as named prepared statements on PostgreSQL (parsed and
+// The quote's and the transfer's statements go as named prepared statements on PostgreSQL (parsed and
 // planned once per connection), unless DATABASE_PREPARED_STATEMENTS=false (PgBouncer in transaction mode).
 // One connection in the pool, so the session that ran them is the one asked.
 describe('hot PostgreSQL statements are prepared once per connection', { skip: postgresOnly('prepared statements') }, () => {
@@ -31,9 +31,10 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
         assert.deepEqual(ours, []);
         return;
       }
-      assert.equal(ours.length, 2, JSON.stringify(rows.map((r) => r.statement.slice(0, 40))));
-      assert.ok(ours.some((r) => r.statement.startsWith('with ok as (')));
-      assert.ok(ours.some((r) => r.statement.startsWith('with c as (')));
+      assert.equal(ours.length, 3, JSON.stringify(rows.map((r) => r.statement.slice(0, 40))));
+      assert.ok(ours.some((r) => r.statement.startsWith('with ok as (')), 'the quote');
+      assert.ok(ours.some((r) => r.statement.startsWith('select q.id, q.merchant_id')), "the transfer's read of its quote");
+      assert.ok(ours.some((r) => r.statement.startsWith('with c as (')), 'the transfer');
       const balance = await access.database.db.selectFrom('merchants').select('balance').where('id', '=', m.merchantId).executeTakeFirstOrThrow();
       const transfers = await access.database.db.selectFrom('transfers').select('total_amount').where('merchant_id', '=', m.merchantId).execute();
       assert.equal(transfers.length, 3);
