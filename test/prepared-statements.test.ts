@@ -32,9 +32,18 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
         return;
       }
       assert.equal(ours.length, 3, JSON.stringify(rows.map((r) => r.statement.slice(0, 40))));
-      assert.ok(ours.some((r) => r.statement.startsWith('with ok as (')), 'the quote');
-      assert.ok(ours.some((r) => r.statement.startsWith('select q.id, q.merchant_id')), "the transfer's read of its quote");
-      assert.ok(ours.some((r) => r.statement.startsWith('with c as (')), 'the transfer');
+      assert.ok(
+        ours.some((r) => r.statement.startsWith('with ok as (')),
+        'the quote',
+      );
+      assert.ok(
+        ours.some((r) => r.statement.startsWith('select q.id, q.merchant_id')),
+        "the transfer's read of its quote",
+      );
+      assert.ok(
+        ours.some((r) => r.statement.startsWith('with c as (')),
+        'the transfer',
+      );
       const balance = await access.database.db.selectFrom('merchants').select('balance').where('id', '=', m.merchantId).executeTakeFirstOrThrow();
       const transfers = await access.database.db.selectFrom('transfers').select('total_amount').where('merchant_id', '=', m.merchantId).execute();
       assert.equal(transfers.length, 3);

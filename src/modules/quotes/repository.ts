@@ -152,7 +152,8 @@ const consume = prepared<[string, string, number], ConsumedQuote>(
 // PostgreSQL's transfer reads its quote before the one statement that consumes it: with the warehouse's
 // status, the merchant's name, mode and balance, and the merchant's enabled endpoints (one JSON array).
 // Its columns are spelled out, so it can be prepared once per connection (reusedStatement).
-const FOR_TRANSFER = reusedStatement(`select ${QUOTE_COLUMNS.map((c) => `q.${c}`).join(', ')}, w.status as warehouse_status, m.name as merchant_name, m.mode as merchant_mode,
+const FOR_TRANSFER =
+  reusedStatement(`select ${QUOTE_COLUMNS.map((c) => `q.${c}`).join(', ')}, w.status as warehouse_status, m.name as merchant_name, m.mode as merchant_mode,
     m.balance as merchant_balance, ep.list as endpoints
   from quotes q
   left join warehouses w on w.id = q.warehouse_id and w.merchant_id = q.merchant_id
