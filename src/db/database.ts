@@ -96,10 +96,14 @@ const types = {
  * pool and fail every later query after the same timeout. Ended, it is discarded and replaced.
  */
 class TimeoutSafeClient extends pg.Client {
-  /** Whether reused statements go named (DatabaseOptions.preparedStatements). */
-  prepared = true;
+  /** Whether reused statements go named (DatabaseOptions.preparedStatements, passed on by the pool). */
+  readonly #prepared: boolean;
+  constructor(config: pg.ClientConfig & { preparedStatements?: boolean } = {}) {
+    super(config);
+    this.#prepared = config.preparedStatements !== false;
+  }
   override query(...args: any[]): any {
-    if (this.prepared && typeof args[0] === 'string' && Array.isArray(args[1])) {
+    if (this.#prepared && typeof args[0] === 'string' && Array.isArray(args[1])) {
       const name = reusedName(args[0]);
       if (name) args = [{ name, text: args[0], values: args[1] }, ...args.slice(2)];
     }
@@ -118,11 +122,10 @@ function openPostgres(opts: DatabaseOptions): Database {
   const startupOptions: string[] = [];
   if (opts.schema) startupOptions.push(`-c search_path=${opts.schema}`);
   if (opts.isolation) startupOptions.push(`-c default_transaction_isolation=${opts.isolation.replace(' ', '\\ ')}`);
-  const prepared = opts.preparedStatements ?? true;
-  const pool = new pg.Pool({
-    Client: class extends TimeoutSafeClient {
-      override prepared = prepared;
-    },
+  // The pool hands its whole config to each client it makes: preparedStatements travels with it.
+  const config: pg.PoolConfig & { preparedStatements: boolean } = {
+    Client: TimeoutSafeClient,
+    preparedStatements: opts.preparedStatements ?? true,
     connectionString: opts.url,
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: 5_000,
@@ -134,7 +137,8 @@ function openPostgres(opts: DatabaseOptions): Database {
     ...(opts.lockTimeoutMs ? { lock_timeout: opts.lockTimeoutMs } : {}),
     types,
     ...(startupOptions.length ? { options: startupOptions.join(' ') } : {}),
-  });
+  };
+  const pool = new pg.Pool(config);
   // A client losing its connection emits 'error'; unhandled, that crashes the process. The pool listens
   // only while a client is idle, so one killed between two statements of a transaction would: every
   // client gets a listener of its own. Its next statement fails (a 503) and the pool discards it on release.
