@@ -14,6 +14,7 @@ import { unusedIndexes } from './011_unused_indexes.ts';
 import { ledgerAdjustments } from './012_ledger_adjustments.ts';
 import { eventActorNames } from './013_event_actor_names.ts';
 import { consoleNewest } from './014_console_newest.ts';
+import { merchantNewest } from './015_merchant_newest.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 export function allMigrations(dialect: Dialect): Record<string, Migration> {
@@ -32,5 +33,6 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-25-012-ledger-adjustments': ledgerAdjustments(dialect),
     '2026-11-25-013-event-actor-names': eventActorNames(),
     '2026-11-26-014-console-newest': consoleNewest(),
+    '2026-11-26-015-merchant-newest': merchantNewest(),
   };
 }
