@@ -86,12 +86,12 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs = 10_
  * generation keeps the short-lived objects of requests that are in flight across a scavenge (100
  * concurrent requests waiting on PostgreSQL) from being promoted: without it the old generation, and
  * RSS, grew about 30 % in a 60 s soak before the first full collection, although a full GC left 36 MB
- * live (no leak); with it RSS stays flat (RELIABILITY.md, soak). 16 MiB rather than 64 (Node 24's
- * ceiling on a large host) or 32: the soak stays flat with each (0.1–1.9 % growth), CPU per answer
- * did not move between them in alternated runs, and each halving returns ~30 MiB of RSS after load
- * (docs/benchmarks.md, "Memory, fifth pass" and "Sixth pass").
+ * live (no leak); with it RSS stays flat (RELIABILITY.md, soak). 32 MiB rather than 64 (Node 24's
+ * ceiling on a large host): the soak stays flat with either (1.9 % and 1.0 % growth), and after the
+ * benchmark's mix RSS is ~193 MiB against ~268. 16 returned another ~30 MiB after short loads, but the
+ * soak then grew 16.8 % against the 20 % bar (docs/benchmarks.md, "Memory, fifth pass", "Sixth pass").
  */
-export const SERVER_NODE_FLAGS = ['--max-semi-space-size=16'];
+export const SERVER_NODE_FLAGS = ['--max-semi-space-size=32'];
 
 /**
  * The environment the service runs with beside its own settings (`npm start` sets it too). glibc gives
