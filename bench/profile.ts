@@ -3,7 +3,7 @@
 // statements each request sent to the database are counted (a round trip each on PostgreSQL).
 // SQLite in a temp dir; PROFILE_POSTGRES_URL=postgres://... profiles on PostgreSQL, in a fresh schema dropped after
 // (PROFILE_PREPARED_STATEMENTS=false: every statement unnamed, as DATABASE_PREPARED_STATEMENTS=false).
-// ROW: warehouse-get | warehouse-list | options | transfer | transfer-get | transfer-list
+// ROW: warehouse-get | warehouse-list | options | transfer | transfer-key (with an Idempotency-Key) | transfer-get | transfer-list
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -87,15 +87,18 @@ const transferBody = (id: string) => ({
 const t0 = (await app.inject({ method: 'POST', url: '/transfer', headers, payload: transferBody(await quote()) })).json().id as string;
 for (let i = 0; i < 60; i++) await app.inject({ method: 'POST', url: '/transfer', headers, payload: transferBody(await quote()) });
 
+let keys = 0;
 const requests: Record<string, () => Promise<{ statusCode: number }>> = {
   'warehouse-get': () => app.inject({ method: 'GET', url: `/warehouses/${warehouses[0]}`, headers }),
   'warehouse-list': () => app.inject({ method: 'GET', url: '/warehouses', headers }),
   options: () => app.inject({ method: 'POST', url: '/options', headers, payload: quoteBody }),
   transfer: async () => app.inject({ method: 'POST', url: '/transfer', headers, payload: transferBody(await quote()) }),
+  'transfer-key': async () =>
+    app.inject({ method: 'POST', url: '/transfer', headers: { ...headers, 'idempotency-key': `k${keys++}` }, payload: transferBody(await quote()) }),
   'transfer-get': () => app.inject({ method: 'GET', url: `/transfer/${t0}`, headers }),
   'transfer-list': () => app.inject({ method: 'GET', url: '/transfer?limit=50', headers }),
 };
-const expected = row === 'options' || row === 'transfer' ? 201 : 200;
+const expected = ['options', 'transfer', 'transfer-key'].includes(row) ? 201 : 200;
 let unexpected = 0;
 const run = async () => {
   if ((await requests[row]()).statusCode !== expected) unexpected++;
@@ -118,7 +121,7 @@ const { profile } = await session.post('Profiler.stop');
 writeFileSync(out, JSON.stringify(profile));
 console.log(
   `${row} on ${postgresUrl ? 'PostgreSQL' : 'SQLite'}: ${n} requests, ${((used.user + used.system) / n).toFixed(0)} µs CPU each (inject, in process), ` +
-    `${((statements - statementsBefore) / n).toFixed(1)} statements each${row === 'transfer' ? ' (its quote included)' : ''}${unexpected ? `, ${unexpected} NOT ${expected}` : ''}`,
+    `${((statements - statementsBefore) / n).toFixed(1)} statements each${row === 'transfer' || row === 'transfer-key' ? ' (its quote included)' : ''}${unexpected ? `, ${unexpected} NOT ${expected}` : ''}`,
 );
 await app.close();
 await database.close();

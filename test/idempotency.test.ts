@@ -165,6 +165,70 @@ describeEachStore('Idempotency-Key', (ctx) => {
   });
 });
 
+describeEachStore('Idempotency-Key outcomes are written once', (ctx) => {
+  test('a keyed success stores its answer once, in the transaction that did the work; a refusal once, as sent; replays match', async () => {
+    const t = ctx();
+    const { m, w, q } = await setup(t);
+    const calls: Array<{ key: string; status: number; inTransaction: boolean }> = [];
+    const complete = t.services.idempotency.complete.bind(t.services.idempotency);
+    t.services.idempotency.complete = async (merchantId, key, response, db) => {
+      calls.push({ key, status: response.status, inTransaction: db !== undefined });
+      return complete(merchantId, key, response, db);
+    };
+    try {
+      const quoteBody = { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' };
+      const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
+      const requests = [
+        { key: 'once-quote', req: { method: 'POST' as const, url: '/options', payload: quoteBody }, status: 201 },
+        { key: 'once-warehouse', req: { method: 'POST' as const, url: '/warehouses', payload: warehouseBody({ name: 'Once more' }) }, status: 201 },
+        { key: 'once-transfer', req: { method: 'POST' as const, url: '/transfer', payload: body }, status: 201 },
+        // The quote is used now: a refusal, stored as it was sent.
+        { key: 'once-refused', req: { method: 'POST' as const, url: '/transfer', payload: body }, status: 409 },
+      ];
+      const firsts = [];
+      for (const r of requests) {
+        const res = await t.as(m, { ...r.req, headers: { 'idempotency-key': r.key } });
+        assert.equal(res.statusCode, r.status, `${r.key}: ${res.body}`);
+        firsts.push(res);
+      }
+      const transferId = firsts[2].json().id;
+      const cancel = await t.as(m, {
+        method: 'POST',
+        url: `/transfer/${transferId}/cancel`,
+        headers: { 'idempotency-key': 'once-cancel' },
+        payload: { reason: 'CUSTOMER_REQUESTED' },
+      });
+      assert.equal(cancel.statusCode, 200, cancel.body);
+      assert.deepEqual(calls, [
+        { key: 'once-quote', status: 201, inTransaction: true },
+        { key: 'once-warehouse', status: 201, inTransaction: true },
+        { key: 'once-transfer', status: 201, inTransaction: true },
+        { key: 'once-refused', status: 409, inTransaction: false },
+        { key: 'once-cancel', status: 200, inTransaction: true },
+      ]);
+      // What is replayed is what was answered: status, body and Location.
+      for (const [i, r] of requests.entries()) {
+        const replay = await t.as(m, { ...r.req, headers: { 'idempotency-key': r.key } });
+        assert.equal(replay.headers['idempotent-replayed'], 'true', r.key);
+        assert.equal(replay.statusCode, r.status, r.key);
+        assert.equal(replay.headers.location, firsts[i].headers.location, r.key);
+        assert.deepEqual(replay.json(), firsts[i].json(), r.key);
+      }
+      const again = await t.as(m, {
+        method: 'POST',
+        url: `/transfer/${transferId}/cancel`,
+        headers: { 'idempotency-key': 'once-cancel' },
+        payload: { reason: 'CUSTOMER_REQUESTED' },
+      });
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(again.json(), cancel.json());
+      assert.equal(await charges(t, m), 1);
+    } finally {
+      t.services.idempotency.complete = complete;
+    }
+  });
+});
+
 describeEachStore('Idempotency-Key across a crash', (ctx) => {
   test('the outcome commits with the work: if the answer is never recorded afterwards, a retry still replays it', async () => {
     const t = ctx();

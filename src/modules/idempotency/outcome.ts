@@ -1,10 +1,15 @@
 import type { FastifyRequest } from 'fastify';
-import type { RecordOutcome } from '../../db/transaction.ts';
+import type { Transaction } from 'kysely';
+import { afterCommit, type RecordOutcome } from '../../db/transaction.ts';
+import type { DB } from '../../db/types.ts';
 
 /**
  * For a POST that owns an Idempotency-Key: records `status` and the result as the response to replay,
- * inside the service's transaction. The onSend hook stores the answer as sent afterwards too (the same
- * data); this copy is what a retry finds if the process dies before that.
+ * inside the service's transaction, so a retry finds it even if the process dies right after the
+ * commit. Once that transaction has committed, the request no longer owns the key: the onSend hook
+ * (src/http/protected.ts) then has nothing left to store, where it used to write the same answer a
+ * second time (one more statement and commit per keyed write). A refusal or a failure, which commits no
+ * outcome, is still stored or released there.
  */
 export function recordOutcome<T>(
   request: FastifyRequest,
@@ -14,11 +19,15 @@ export function recordOutcome<T>(
   const key = request.idempotencyKey;
   if (key === undefined) return undefined;
   const { merchantId } = request.principal;
-  return (trx, result) =>
-    request.server.services.idempotency.complete(
+  return async (trx, result) => {
+    await request.server.services.idempotency.complete(
       merchantId,
       key,
       { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers(result) }, body: JSON.stringify(result) },
       trx,
     );
+    afterCommit(trx as Transaction<DB>, () => {
+      if (request.idempotencyKey === key) request.idempotencyKey = undefined;
+    });
+  };
 }
