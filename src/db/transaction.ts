@@ -1,14 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
 import { retryChannel, type TransactionRetry } from '../lib/channels.ts';
-import type { DB, Db } from './types.ts';
+import type { DB } from './types.ts';
 
 /**
  * Writes a successful outcome (the Idempotency-Key response) inside the business transaction that
  * produced it, so a crash between the commit and the answer cannot leave the key without a response
- * to replay (and a retry would then run the work twice).
+ * to replay (and a retry would then run the work twice). Always called inside inTransaction, so it may
+ * register afterCommit hooks on that transaction.
  */
-export type RecordOutcome<T> = (trx: Db, result: T) => Promise<void>;
+export type RecordOutcome<T> = (trx: Transaction<DB>, result: T) => Promise<void>;
 
 export const MAX_ATTEMPTS = 5;
 

@@ -1,7 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { Transaction } from 'kysely';
 import { afterCommit, type RecordOutcome } from '../../db/transaction.ts';
-import type { DB } from '../../db/types.ts';
 
 /**
  * For a POST that owns an Idempotency-Key: records `status` and the result as the response to replay,
@@ -26,7 +24,7 @@ export function recordOutcome<T>(
       { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers(result) }, body: JSON.stringify(result) },
       trx,
     );
-    afterCommit(trx as Transaction<DB>, () => {
+    afterCommit(trx, () => {
       if (request.idempotencyKey === key) request.idempotencyKey = undefined;
     });
   };
