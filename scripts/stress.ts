@@ -350,17 +350,16 @@ function faultSections(
     'The database on a 24 MB tmpfs, filled to the last byte by another file for about 2 s, then the file deleted.',
     'Writes that need space are refused with 503 `SERVICE_UNAVAILABLE` + `Retry-After` (SQLITE_FULL, like any',
     'other "the store cannot take writes now"; not 507, which clients do not retry); SQLite rolls the',
-    'transaction back, so nothing half-written remains. Reads (a transfer, the warehouse list, `/readyz`) with no',
-    'write in flight answer 200 on the full disk; a read that arrives while a write batch is open joins it (group',
-    "commit: it could see that batch's uncommitted work) and is refused with it (503, never 500) when the full disk",
-    'fails the batch, so under write load some reads are refused too (known limitation: a separate read connection',
-    'would serve them). `PRAGMA integrity_check` is `ok` afterwards; writes resume on their own. Some writes still',
-    'succeed on a full disk: the WAL reuses the space it had.',
+    'transaction back, so nothing half-written remains. Reads (a transfer, the warehouse list, `/readyz`) answer',
+    '200 on the full disk, beside the refused writes and after them: a read outside a transaction runs on a',
+    'read-only connection against committed data, so a batch the full disk fails takes only its writers with it.',
+    '`PRAGMA integrity_check` is `ok` afterwards; writes resume on their own. Some writes still succeed on a full',
+    'disk: the WAL reuses the space it had.',
   ]);
   const d = get<DiskFullFigures>('disk-full', 'sqlite');
   if (d?.figures) {
     w(
-      `Reads during the fault: ${d.figures.readsDuringFault}, of which ${d.figures.readsRefused} refused (503) beside refused writes, none with no write in flight; writes refused: ${d.figures.writesRefused}; integrity_check: ${d.figures.integrity}.`,
+      `Reads during the fault: ${d.figures.readsDuringFault}, all answered 200 (beside refused writes and after them); writes refused: ${d.figures.writesRefused}; integrity_check: ${d.figures.integrity}.`,
     );
     w();
   }

@@ -97,6 +97,22 @@ test('writes outside a transaction join the batch and resolve after its commit; 
   assert.deepEqual(committed(), ['w1', 'w2', 'w3']);
 });
 
+test('a read outside a transaction sees committed data only, and a lost batch beside it does not fail it', async () => {
+  await sql`delete from t`.execute(db);
+  await db.insertInto('t').values({ v: 'base' }).execute();
+  for (let round = 0; round < 5; round++) {
+    // The read queues between a write and the statement that loses their batch (as a full disk would).
+    const write = inTransaction(db, insert(`lost${round}`));
+    const read = db.selectFrom('t').select('v').orderBy('v').execute();
+    const poison = inTransaction(db, (trx) => (trx as unknown as Kysely<any>).insertInto('poison').values({ v: 'p' }).execute());
+    const [w, r, p] = await Promise.allSettled([write, read, poison]);
+    assert.equal(w.status, 'rejected', 'the lost batch took the write with it');
+    assert.equal(p.status, 'rejected');
+    assert.deepEqual(r.status === 'fulfilled' ? r.value.map((row) => row.v) : r.reason, ['base'], 'the read answered from committed data');
+  }
+  assert.deepEqual(committed(), ['base']);
+});
+
 test('GroupCommitSqliteDriver is what the SQLite database uses', () => {
   assert.ok(GroupCommitSqliteDriver);
 });

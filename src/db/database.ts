@@ -6,7 +6,7 @@ import pg from 'pg';
 import type { Config, DatabaseIsolation } from '../config.ts';
 import { allMigrations } from './migrations/index.ts';
 import { reusedName } from './reused-statements.ts';
-import { NodeSqliteDialect, openSqlite } from './sqlite-dialect.ts';
+import { NodeSqliteDialect, openSqlite, openSqliteReader } from './sqlite-dialect.ts';
 import type { DB, Dialect } from './types.ts';
 
 export type { Dialect } from './types.ts';
@@ -72,7 +72,8 @@ export function openDatabase(opts: DatabaseOptions): Database {
   const path = sqlitePath(opts.url);
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
   const sqlite = openSqlite(path);
-  const db = new Kysely<DB>({ dialect: new NodeSqliteDialect(sqlite) });
+  // After the writer: it has put the file in WAL mode, which a read-only connection cannot.
+  const db = new Kysely<DB>({ dialect: new NodeSqliteDialect(sqlite, openSqliteReader(path)) });
   return { db, dialect: 'sqlite', describe: path, close: () => db.destroy() };
 }
 

@@ -30,7 +30,11 @@ import {
  *   transaction (committed or refused) or after any statement run while a batch is open waits for that
  *   batch's COMMIT. If the COMMIT fails, or a statement's error aborted the whole SQL transaction, every
  *   caller in the batch gets that error: none of their work happened.
- * - A read outside any transaction while no batch is open runs directly (it sees committed data only).
+ * - A read outside any transaction runs on a second, read-only connection to the file: it sees committed
+ *   data only and never waits for a batch. In WAL mode that reader is never blocked by the writer, so a
+ *   read is not held up by others' fsync, and a batch the disk refuses (SQLITE_FULL) fails only its own
+ *   writers: reads go on working. (An in-memory database has no second connection: there, a read while a
+ *   batch is open joins it and waits for its COMMIT, since it may have seen its uncommitted work.)
  *
  * kill -9 at any point loses only batches whose COMMIT had not returned, and none of their answers had
  * been sent. No durability setting changes.
@@ -41,6 +45,14 @@ export function openSqlite(path: string): DatabaseSync {
   // Money lives here: a commit is on disk before we answer (survives kill -9 and power loss).
   db.exec('PRAGMA synchronous = FULL');
   db.exec('PRAGMA foreign_keys = ON');
+  db.exec('PRAGMA busy_timeout = 5000');
+  return db;
+}
+
+/** The read-only connection for reads outside transactions (committed data only); none for `:memory:`. */
+export function openSqliteReader(path: string): DatabaseSync | undefined {
+  if (path === ':memory:' || path === '') return undefined;
+  const db = new DatabaseSync(path, { readOnly: true });
   db.exec('PRAGMA busy_timeout = 5000');
   return db;
 }
@@ -86,48 +98,71 @@ function newBatch(): Batch {
 const JOB_SAVEPOINT = 'mds_job';
 /** Statements that change nothing: outside a transaction they never open a batch. */
 const READ_ONLY = /^\s*(select|explain|pragma|values)\b/i;
+/** What may run on the reader connection: queries only (a pragma may set connection state). */
+const QUERY = /^\s*(select|values)\b/i;
+
+type Prepared = { stmt: StatementSync; reader: boolean; writes: boolean; query: boolean };
+
+/** Prepared statements of one connection, by SQL text. */
+class StatementCache {
+  readonly #db: DatabaseSync;
+  readonly #map = new Map<string, Prepared>();
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+  get(sql: string): Prepared {
+    let entry = this.#map.get(sql);
+    if (!entry) {
+      const stmt = this.#db.prepare(sql);
+      const writes = !READ_ONLY.test(sql);
+      entry = { stmt, reader: stmt.columns().length > 0, writes, query: !writes && QUERY.test(sql) };
+      if (this.#map.size > 500) this.#map.clear(); // bounded: queries are built from a fixed set of shapes
+      this.#map.set(sql, entry);
+    }
+    return entry;
+  }
+  clear(): void {
+    this.#map.clear();
+  }
+}
 
 class GroupCommitConnection implements DatabaseConnection {
   readonly db: DatabaseSync;
-  readonly #cache = new Map<string, { stmt: StatementSync; reader: boolean; writes: boolean }>();
+  readonly #cache: StatementCache;
+  /** The read-only connection's statements, if there is one. */
+  readonly #reads: StatementCache | undefined;
   readonly #driver: GroupCommitSqliteDriver;
   /** Inside a transaction (between begin and commit/rollback). */
   inJob = false;
   /** The batch the current holder's work belongs to: released only after it commits. */
   waitFor: Batch | undefined;
-  constructor(db: DatabaseSync, driver: GroupCommitSqliteDriver) {
+  constructor(db: DatabaseSync, reader: DatabaseSync | undefined, driver: GroupCommitSqliteDriver) {
     this.db = db;
+    this.#cache = new StatementCache(db);
+    this.#reads = reader && new StatementCache(reader);
     this.#driver = driver;
-  }
-
-  #prepare(sql: string) {
-    let entry = this.#cache.get(sql);
-    if (!entry) {
-      const stmt = this.db.prepare(sql);
-      entry = { stmt, reader: stmt.columns().length > 0, writes: !READ_ONLY.test(sql) };
-      if (this.#cache.size > 500) this.#cache.clear(); // bounded: queries are built from a fixed set of shapes
-      this.#cache.set(sql, entry);
-    }
-    return entry;
   }
 
   /** Runs one statement as is (no batching decisions): the driver's own BEGIN/SAVEPOINT/COMMIT. */
   exec(sql: string): void {
-    this.#prepare(sql).stmt.run();
+    this.#cache.get(sql).stmt.run();
   }
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     const { sql, parameters } = compiledQuery;
-    const { stmt, reader, writes } = this.#prepare(sql);
-    if (!this.inJob) {
+    let prepared = this.#cache.get(sql);
+    // A query outside a transaction, by a holder that has not written (it must see its own write): committed data, off the writer.
+    if (prepared.query && this.#reads && !this.inJob && !this.waitFor) prepared = this.#reads.get(sql);
+    else if (!this.inJob) {
       // Outside a transaction: a write joins (or opens) the batch; a read joins an open batch (it could see
       // its uncommitted work), else runs on its own against committed data.
-      const batch = writes ? this.#driver.openBatch(this) : this.#driver.currentBatch;
+      const batch = prepared.writes ? this.#driver.openBatch(this) : this.#driver.currentBatch;
       if (batch) {
         batch.jobs++;
         this.waitFor = batch;
       }
     }
+    const { stmt, reader } = prepared;
     try {
       if (reader) return { rows: stmt.all(...(parameters as never[])) as R[] };
       const { changes, lastInsertRowid } = stmt.run(...(parameters as never[]));
@@ -142,25 +177,28 @@ class GroupCommitConnection implements DatabaseConnection {
     if (!SelectQueryNode.is(compiledQuery.query)) throw new Error('Sqlite driver only supports streaming of select queries');
     const batch = this.inJob ? undefined : this.#driver.currentBatch;
     if (batch) this.waitFor = batch;
-    for (const row of this.#prepare(compiledQuery.sql).stmt.iterate(...(compiledQuery.parameters as never[]))) yield { rows: [row as R] };
+    for (const row of this.#cache.get(compiledQuery.sql).stmt.iterate(...(compiledQuery.parameters as never[]))) yield { rows: [row as R] };
   }
 
   clearCache(): void {
     this.#cache.clear();
+    this.#reads?.clear();
   }
 }
 
 export class GroupCommitSqliteDriver implements Driver {
   readonly #db: DatabaseSync;
+  readonly #reader: DatabaseSync | undefined;
   readonly #lock = new FifoLock();
   readonly #connection: GroupCommitConnection;
   #batch: Batch | undefined;
   /** Commits made and requests they carried (for tests and diagnostics). */
   readonly stats = { commits: 0, jobs: 0 };
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, reader?: DatabaseSync) {
     this.#db = db;
-    this.#connection = new GroupCommitConnection(db, this);
+    this.#reader = reader;
+    this.#connection = new GroupCommitConnection(db, reader, this);
   }
 
   get currentBatch(): Batch | undefined {
@@ -282,6 +320,7 @@ export class GroupCommitSqliteDriver implements Driver {
     await this.#lock.acquire();
     try {
       this.#connection.clearCache();
+      if (this.#reader?.isOpen) this.#reader.close();
       if (this.#db.isOpen) this.#db.close();
     } finally {
       this.#lock.release();
@@ -300,12 +339,14 @@ class GroupCommitSqliteAdapter extends SqliteAdapter {
 
 export class NodeSqliteDialect extends SqliteDialect {
   readonly #db: DatabaseSync;
-  constructor(db: DatabaseSync) {
+  readonly #reader: DatabaseSync | undefined;
+  constructor(db: DatabaseSync, reader?: DatabaseSync) {
     super({ database: {} as never });
     this.#db = db;
+    this.#reader = reader;
   }
   override createDriver(): Driver {
-    return new GroupCommitSqliteDriver(this.#db);
+    return new GroupCommitSqliteDriver(this.#db, this.#reader);
   }
   override createAdapter(): SqliteAdapter {
     return new GroupCommitSqliteAdapter();
