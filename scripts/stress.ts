@@ -351,8 +351,9 @@ function faultSections(
     'Writes that need space are refused with 503 `SERVICE_UNAVAILABLE` + `Retry-After` (SQLITE_FULL, like any',
     'other "the store cannot take writes now"; not 507, which clients do not retry); SQLite rolls the',
     'transaction back, so nothing half-written remains. Reads (a transfer, the warehouse list, `/readyz`) answer',
-    '200 on the full disk, beside the refused writes and after them: a read outside a transaction runs on a',
-    'read-only connection against committed data, so a batch the full disk fails takes only its writers with it.',
+    '200 on the full disk, beside the refused writes and after them: a read that arrives while a write batch is',
+    'open runs on a read-only connection against committed data, so a batch the full disk fails takes only its',
+    'writers with it.',
     '`PRAGMA integrity_check` is `ok` afterwards; writes resume on their own. Some writes still succeed on a full',
     'disk: the WAL reuses the space it had.',
   ]);

@@ -30,11 +30,11 @@ import {
  *   transaction (committed or refused) or after any statement run while a batch is open waits for that
  *   batch's COMMIT. If the COMMIT fails, or a statement's error aborted the whole SQL transaction, every
  *   caller in the batch gets that error: none of their work happened.
- * - A read outside any transaction runs on a second, read-only connection to the file: it sees committed
- *   data only and never waits for a batch. In WAL mode that reader is never blocked by the writer, so a
- *   read is not held up by others' fsync, and a batch the disk refuses (SQLITE_FULL) fails only its own
- *   writers: reads go on working. (An in-memory database has no second connection: there, a read while a
- *   batch is open joins it and waits for its COMMIT, since it may have seen its uncommitted work.)
+ * - A read outside any transaction sees committed data only. With no batch open it runs on the writer
+ *   connection. While a batch is open it runs on a second, read-only connection to the file (WAL: never
+ *   blocked by the writer): it does not wait for the batch's fsync, and a batch the disk refuses
+ *   (SQLITE_FULL) fails only its own writers, so reads go on working. (An in-memory database has no
+ *   second connection: there, such a read joins the batch and waits for its COMMIT.)
  *
  * kill -9 at any point loses only batches whose COMMIT had not returned, and none of their answers had
  * been sent. No durability setting changes.
@@ -151,11 +151,13 @@ class GroupCommitConnection implements DatabaseConnection {
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     const { sql, parameters } = compiledQuery;
     let prepared = this.#cache.get(sql);
-    // A query outside a transaction, by a holder that has not written (it must see its own write): committed data, off the writer.
-    if (prepared.query && this.#reads && !this.inJob && !this.waitFor) prepared = this.#reads.get(sql);
-    else if (!this.inJob) {
-      // Outside a transaction: a write joins (or opens) the batch; a read joins an open batch (it could see
-      // its uncommitted work), else runs on its own against committed data.
+    if (prepared.query && this.#reads && !this.inJob && !this.waitFor && this.#driver.currentBatch) {
+      // A query outside a transaction while a batch is open, by a holder that has not written (it must see
+      // its own write): on the reader, against committed data, so it neither waits for the batch nor fails with it.
+      prepared = this.#reads.get(sql);
+    } else if (!this.inJob) {
+      // Outside a transaction: a write joins (or opens) the batch; a read joins an open batch (in memory: it
+      // could see its uncommitted work), else runs on the writer, whose cache is warm, against committed data.
       const batch = prepared.writes ? this.#driver.openBatch(this) : this.#driver.currentBatch;
       if (batch) {
         batch.jobs++;
