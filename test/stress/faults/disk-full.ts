@@ -12,8 +12,9 @@ import { type FaultFigures, mergeLoad } from './postgres.ts';
 /**
  * SQLite's disk full: the database on a small tmpfs, filled by another file while the service is under
  * load. Writes are refused as 503 SERVICE_UNAVAILABLE with Retry-After (SQLITE_FULL, like every other
- * "the store cannot take writes now"), reads keep working (all of them, beside the refused writes too), nothing is corrupted (integrity_check) or half
- * written (the store checks), and writes resume by themselves once the filler is deleted.
+ * "the store cannot take writes now"), every read keeps working (beside the refused writes too), nothing
+ * is corrupted (integrity_check) or half written (the store checks), and writes resume by themselves once
+ * the filler is deleted.
  */
 
 const SIZE_MB = 24;
@@ -56,8 +57,9 @@ export async function diskFullFamily(seed: number): Promise<DiskFullFigures> {
     const refusedWrite = load.answers.find((a) => a.startedAt > started && a.result.status === 503);
     assert.ok(refusedWrite, 'a write was refused once the disk was full');
     assertUnavailable(refusedWrite.result, refusedWrite.what);
-    // Reads, beside the refused writes and after them: every one answers 200. They run on the read-only
-    // connection, against committed data, so a batch the full disk fails takes only its writers with it.
+    // Reads, beside the refused writes and after them: every one answers 200. One that arrives during a write
+    // batch runs on the read-only connection, against committed data, so a batch the full disk fails takes
+    // only its writers with it.
     const ids = [...load.acknowledged.transfers.keys()];
     const { client } = rig;
     const probe = async () => {
