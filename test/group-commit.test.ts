@@ -9,12 +9,20 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { openDatabase } from '../src/db/database.ts';
-import { GroupCommitSqliteDriver } from '../src/db/sqlite-dialect.ts';
+import { GroupCommitSqliteDriver, NodeSqliteDialect } from '../src/db/sqlite-dialect.ts';
 import { inTransaction } from '../src/db/transaction.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mds-group-commit-'));
 const file = join(dir, 'gc.sqlite');
+// The driver openDatabase gives its Kysely (created in Kysely's constructor), kept for its commit counts.
+let driver: unknown;
+const createDriver = NodeSqliteDialect.prototype.createDriver;
+NodeSqliteDialect.prototype.createDriver = function (this: NodeSqliteDialect) {
+  driver = createDriver.call(this);
+  return driver as ReturnType<typeof createDriver>;
+};
 const database = openDatabase({ url: `sqlite:${file}` });
+NodeSqliteDialect.prototype.createDriver = createDriver;
 const db = database.db as unknown as Kysely<any>;
 /** Another connection to the file: it sees committed data only. */
 const committed = () => {
@@ -40,6 +48,7 @@ after(async () => {
 const insert = (v: string) => (trx: Kysely<any>) => trx.insertInto('t').values({ v }).execute();
 
 test('concurrent transactions: one refused, the others committed, in fewer commits than transactions', async () => {
+  const { commits } = (driver as GroupCommitSqliteDriver).stats;
   const results = await Promise.allSettled(
     ['a1', 'a2', 'a3', 'refused', 'a4', 'a5'].map((v) =>
       inTransaction(db, async (trx) => {
@@ -56,6 +65,8 @@ test('concurrent transactions: one refused, the others committed, in fewer commi
   );
   for (const r of results) if (r.status === 'fulfilled') assert.equal(r.value.seen, true, `${r.value.v} answered before its commit`);
   assert.deepEqual(committed(), ['a1', 'a2', 'a3', 'a4', 'a5']);
+  const made = (driver as GroupCommitSqliteDriver).stats.commits - commits;
+  assert.ok(made >= 1 && made < 5, `${made} commits for 5 committed transactions`);
 });
 
 test('a refusal resting on another member of the batch is answered after that member committed', async () => {
@@ -114,5 +125,5 @@ test('a read outside a transaction sees committed data only, and a lost batch be
 });
 
 test('GroupCommitSqliteDriver is what the SQLite database uses', () => {
-  assert.ok(GroupCommitSqliteDriver);
+  assert.ok(driver instanceof GroupCommitSqliteDriver, 'openDatabase built its Kysely on NodeSqliteDialect');
 });
