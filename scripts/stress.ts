@@ -244,6 +244,9 @@ function report(totalMs: number): string {
   w('default), RSS grew 32 % in this soak on PostgreSQL (256 → 337 MB, still climbing) although a full GC');
   w('afterwards left 36 MB live, i.e. no leak but request objects promoted to the old generation before');
   w("V8 first collected it; with 32 MiB (and with 64, Node 24's ceiling here) RSS is flat after warm-up.");
+  w('The server also holds its old generation to 1.5 × what the last full collection left live');
+  w('(`boundOldGeneration()`, src/lib/startup-memory.ts): promoted request objects are collected before');
+  w('they pile up.');
   w();
   const soak = get<SoakFigures>('soak', SOAK_STORE);
   if (soak?.figures) {

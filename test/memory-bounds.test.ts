@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+const STARTUP_MEMORY = join(import.meta.dirname, '..', 'src', 'lib', 'startup-memory.ts');
+
+/**
+ * A child Node that keeps a set of objects live and then makes garbage the way requests in flight do: objects
+ * that outlive two scavenges (they sit in a ring), are promoted, then die. It prints the largest old
+ * generation V8 committed meanwhile, in MiB. `bound` calls the service's boundOldGeneration first.
+ */
+function largestOldGeneration(options: { bound: boolean; nodeFlags?: string[] }): number {
+  const script = `
+    import { getHeapSpaceStatistics } from 'node:v8';
+    ${options.bound ? `(await import(${JSON.stringify(STARTUP_MEMORY)})).boundOldGeneration();` : ''}
+    const live = [];
+    for (let i = 0; i < 200_000; i++) live.push({ a: i, b: 'x' + i, c: [i] });
+    const ring = new Array(300_000);
+    let largest = 0;
+    for (let i = 0; i < 3_000_000; i++) {
+      ring[i % ring.length] = { v: i, s: 'y' + i, pair: [i, i] };
+      if (i % 10_000 === 0) {
+        const old = getHeapSpaceStatistics().find((space) => space.space_name === 'old_space').space_size;
+        if (old > largest) largest = old;
+      }
+    }
+    console.log(largest / 1048576, live.length);
+  `;
+  const child = spawnSync(process.execPath, ['--max-semi-space-size=32', ...(options.nodeFlags ?? []), '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  return Number(child.stdout.split(' ')[0]);
+}
+
+test('the service keeps its old generation within 1.5 × what is live, unless started with its own growing factor', (t) => {
+  const unbounded = largestOldGeneration({ bound: false });
+  const bounded = largestOldGeneration({ bound: true });
+  const ownFactor = largestOldGeneration({ bound: true, nodeFlags: ['--heap-growing-percent=300'] });
+  t.diagnostic(`largest old generation: ${unbounded.toFixed(1)} MiB unbounded, ${bounded.toFixed(1)} bounded, ${ownFactor.toFixed(1)} with its own factor`);
+  // V8's own factor let the old generation reach ~300 MiB here, 1.5 × kept it near 140, and a factor
+  // of 300 % given on the command line ~325.
+  assert.ok(bounded < unbounded * 0.7, `bounded ${bounded.toFixed(1)} MiB against ${unbounded.toFixed(1)} MiB unbounded`);
+  assert.ok(ownFactor > bounded * 1.4, `--heap-growing-percent=300 kept: ${ownFactor.toFixed(1)} MiB against ${bounded.toFixed(1)} MiB`);
+});
