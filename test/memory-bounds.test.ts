@@ -6,9 +6,10 @@ import { test } from 'node:test';
 const STARTUP_MEMORY = join(import.meta.dirname, '..', 'src', 'lib', 'startup-memory.ts');
 
 /**
- * A child Node that keeps a set of objects live and then makes garbage the way requests in flight do: objects
- * that outlive two scavenges (they sit in a ring), are promoted, then die. It prints the largest old
- * generation V8 committed meanwhile, in MiB. `bound` calls the service's boundOldGeneration first.
+ * A child Node that keeps a set of objects live, then makes garbage the way requests in flight do:
+ * objects that outlive two scavenges (they sit in a ring), are promoted, then die. It prints the
+ * largest old generation V8 committed meanwhile, in MiB. `bound`: it calls boundOldGeneration() first,
+ * as `mds serve` and `mds worker` do before they take work.
  */
 function largestOldGeneration(options: { bound: boolean; nodeFlags?: string[] }): number {
   const script = `
@@ -35,7 +36,7 @@ function largestOldGeneration(options: { bound: boolean; nodeFlags?: string[] })
   return Number(child.stdout.split(' ')[0]);
 }
 
-test('the service keeps its old generation within 1.5 × what is live, unless started with its own growing factor', (t) => {
+test('a bounded old generation stays near 1.5 × what is live, unless node was started with its own growing factor', (t) => {
   const unbounded = largestOldGeneration({ bound: false });
   const bounded = largestOldGeneration({ bound: true });
   const ownFactor = largestOldGeneration({ bound: true, nodeFlags: ['--heap-growing-percent=300'] });
