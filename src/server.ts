@@ -3,7 +3,7 @@ import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import { logDestination } from './lib/log-output.ts';
-import { boundOldGeneration, releaseStartupMemory } from './lib/startup-memory.ts';
+import { releaseStartupMemory } from './lib/startup-memory.ts';
 import { openRuntime } from './runtime.ts';
 
 export interface RunningServer {
@@ -41,7 +41,6 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
   runtime.own({ stop: () => app.close() }); // stops accepting, lets in-flight requests finish
   await app.ready();
-  boundOldGeneration();
   releaseStartupMemory();
   const url = await app.listen({ port: config.port, host: config.host });
   app.log.info({ database: runtime.database.describe, dialect: runtime.database.dialect }, `ready: ${url} (API docs at ${url}/docs)`);
@@ -63,7 +62,6 @@ export async function startWorker(config: Config): Promise<{ stop(): Promise<voi
   // The worker signs no tokens: its keys are never resolved, so no key file is needed (or created).
   const runtime = await openRuntime(config, { poolSize: 2, claim: true, metrics: true });
   const metricsUrl = await runtime.serveMetrics();
-  boundOldGeneration();
   releaseStartupMemory();
   runtime.startBackground({ scheduler: true, webhooks: true });
   runtime.log.info({ database: runtime.database.describe, ...(metricsUrl ? { metrics: `${metricsUrl}/metrics` } : {}) }, 'worker running');

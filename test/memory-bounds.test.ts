@@ -9,7 +9,7 @@ const STARTUP_MEMORY = join(import.meta.dirname, '..', 'src', 'lib', 'startup-me
  * A child Node that keeps a set of objects live, then makes garbage the way requests in flight do:
  * objects that outlive two scavenges (they sit in a ring), are promoted, then die. It prints the
  * largest old generation V8 committed meanwhile, in MiB. `bound`: it calls boundOldGeneration() first,
- * as `mds serve` and `mds worker` do before they take work.
+ * as releaseStartupMemory() does in `mds serve` and `mds worker` before they take work.
  */
 function largestOldGeneration(options: { bound: boolean; nodeFlags?: string[] }): number {
   const script = `

@@ -12,6 +12,7 @@ type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' })
  * function comes from a fresh context, so the service's own global scope never gets one.
  */
 export function releaseStartupMemory(): void {
+  boundOldGeneration(); // first, so this collection already sets the next limit with it
   setFlagsFromString('--expose-gc');
   (runInNewContext('gc') as Gc)({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
