@@ -483,8 +483,8 @@ function targetsTable(r: Report, xRawOf: (m: Measured) => number): string {
   const find = (key: string) => r.rows.find((m) => m.scenario.key === key);
   const yes = (ok: boolean) => (ok ? 'yes' : '**no**');
   const lines = [
-    '| target (issue 23) | × raw | target | met | p99 ms | target | met | floor × raw | floor p99 | × raw ÷ floor | within 10 % of the floor |',
-    '|---|---:|---:|---|---:|---:|---|---:|---:|---:|---|',
+    '| target (issue 23) | × raw | target | met | p99 ms | target | met | floor × raw | floor p99 | × raw ÷ floor | within 10 % of the floor | floor + guarantees ÷ floor | × raw ÷ (floor + guarantees) |',
+    '|---|---:|---:|---|---:|---:|---|---:|---:|---:|---|---:|---:|',
   ];
   for (const t of TARGETS[store]) {
     const m = find(t.key);
@@ -492,8 +492,10 @@ function targetsTable(r: Report, xRawOf: (m: Measured) => number): string {
     const f = find(`floor-${t.key}`);
     const x = xRawOf(m);
     const fx = f ? xRawOf(f) : Number.NaN;
+    const g = find(`guarded-${t.key}`);
+    const gx = g ? xRawOf(g) : Number.NaN;
     lines.push(
-      `| ${m.scenario.title} | ${ratio(x)} | ≥ ${t.xRaw} | ${yes(x >= t.xRaw)} | ${f2(m.p99)} | ≤ ${t.p99} | ${yes(m.p99 <= t.p99)} | ${ratio(fx)} | ${f2(f?.p99 ?? Number.NaN)} | ${ratio(x / fx)} | ${f ? yes(x >= 0.9 * fx) : '–'} |`,
+      `| ${m.scenario.title} | ${ratio(x)} | ≥ ${t.xRaw} | ${yes(x >= t.xRaw)} | ${f2(m.p99)} | ≤ ${t.p99} | ${yes(m.p99 <= t.p99)} | ${ratio(fx)} | ${f2(f?.p99 ?? Number.NaN)} | ${ratio(x / fx)} | ${f ? yes(x >= 0.9 * fx) : '–'} | ${ratio(gx / fx)} | ${ratio(x / gx)} |`,
     );
   }
   lines.push(
@@ -541,7 +543,7 @@ function render(r: Report): string {
     '',
     `Durable commits: ${Math.round(commits)}/s (${r.commits.map((v) => Math.round(v)).join(' and ')} before and after the write rows: ${store === 'sqlite' ? 'one-row transactions one after the other on a SQLite file in WAL mode with synchronous=FULL, in the temp dir' : 'one-row INSERTs in autocommit on one PostgreSQL connection'}); raw fdatasync of 4 KiB: ${Math.round(median(r.fsyncs))}/s. The transfer rows give their rate as a fraction of the commit rate.`,
     '',
-    'Targets of issue 23 in this run, next to their floor: Fastify with the same query and nothing else (bench/floor.mjs: no auth, validation, hooks or schemas), on the same database and pinned CPU.',
+    'Targets of issue 23 in this run, next to their floor: Fastify with the same query and nothing else (bench/floor.mjs: no auth, validation, hooks or schemas), on the same database and pinned CPU. For the reads, "floor + guarantees" is the same floor server doing, by hand, the per-request work the contract requires (token check with verified tokens remembered, the merchant counted with the RateLimit headers, X-Request-Id, the id validated, rows in the API\'s shape) and answering the same bodies as the service: its ratio to the floor is the most any implementation with those guarantees reaches here, so below 0.9 the 10 % bar is out of reach for that row.',
     '',
     targetsTable(r, xRawOf),
     '',
@@ -773,7 +775,14 @@ async function main(): Promise<void> {
     const merchantId = (await http(base, 'GET', `/warehouses/${warehouseId}`, undefined, auth.authorization.slice('Bearer '.length))).merchantId as string;
     const floorPort = await freePort();
     const floorChild = spawn(process.execPath, [...SERVER_NODE_FLAGS, join(import.meta.dirname, 'floor.mjs')], {
-      env: { PATH: process.env.PATH, ...SERVER_ENV, ...storeHandle.env, PORT: String(floorPort), FLOOR_MERCHANT: merchantId },
+      env: {
+        PATH: process.env.PATH,
+        ...SERVER_ENV,
+        ...storeHandle.env,
+        PORT: String(floorPort),
+        FLOOR_MERCHANT: merchantId,
+        TOKEN_SIGNING_KEYS: env.TOKEN_SIGNING_KEYS,
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     running.add(floorChild);
@@ -808,7 +817,29 @@ async function main(): Promise<void> {
         201,
       ),
     };
-    for (const f of [floorRows.get, floorRows.list]) {
+    // The same reads with the contract's per-request guarantees done by hand (bench/floor.mjs): they must
+    // answer exactly what the service answers, or the comparison means nothing.
+    const guardedRow = (key: string, title: string, path: string): Scenario => ({
+      key: `guarded-${key}`,
+      title: `floor + the guarantees by hand: ${title}`,
+      expect: 200,
+      floor: true,
+      request: { method: 'GET', path: `/guarded${path}`, headers: auth },
+    });
+    const guardedRows = [
+      guardedRow('warehouse-get', 'the same single-row read', `/warehouses/${warehouseId}`),
+      guardedRow('warehouse-list', `the same ${WAREHOUSES}-row read`, '/warehouses'),
+    ];
+    for (const [path, guarded] of [
+      [`/warehouses/${warehouseId}`, guardedRows[0]],
+      ['/warehouses', guardedRows[1]],
+    ] as const) {
+      const token = auth.authorization.slice('Bearer '.length);
+      const [mine, theirs] = [await http(base, 'GET', path, undefined, token), await http(floorTarget.base, 'GET', guarded.request.path, undefined, token)];
+      if (JSON.stringify(mine) !== JSON.stringify(theirs))
+        throw new Error(`bench/floor.mjs ${guarded.request.path} does not answer what the service does:\n${JSON.stringify(theirs)}\n${JSON.stringify(mine)}`);
+    }
+    for (const f of [floorRows.get, floorRows.list, ...guardedRows]) {
       await load(floorTarget, f, SMOKE ? 0.5 : 1); // warm-up
       await run(f, floorTarget);
     }
