@@ -18,6 +18,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { freshBuild } from '../bin/fresh-build.js';
 import { quoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild, stopCommands } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
@@ -428,6 +429,8 @@ async function load(target: Target, s: Scenario, seconds = s.seconds ?? DURATION
 interface Report {
   date: string;
   storeDescribe: string;
+  /** What the server ran: the build, or the sources when the build is stale (bin/mds.js decides). */
+  code: string;
   node: string;
   cpus: number;
   pinned: boolean;
@@ -537,7 +540,7 @@ function render(r: Report): string {
   return [
     `### ${store === 'postgres' ? 'PostgreSQL' : 'SQLite (embedded default)'}${GROWTH ? ', grown database' : ''}`,
     '',
-    `${r.date} · Node ${r.node} · ${r.storeDescribe} · ${placement} · ${CONNECTIONS} connections · ${DURATION} s per row, mix ${MIX_DURATION} s · ${MERCHANTS === 1 ? 'one merchant' : `writes spread over ${MERCHANTS} merchants`} · ${r.cpus} CPUs, load average ${r.loadBefore} at start${r.growth ? ` · ${r.growth}` : ''}`,
+    `${r.date} · Node ${r.node} · ${r.code} · ${r.storeDescribe} · ${placement} · ${CONNECTIONS} connections · ${DURATION} s per row, mix ${MIX_DURATION} s · ${MERCHANTS === 1 ? 'one merchant' : `writes spread over ${MERCHANTS} merchants`} · ${r.cpus} CPUs, load average ${r.loadBefore} at start${r.growth ? ` · ${r.growth}` : ''}`,
     '',
     `Baseline = a raw \`node:http\` hello-world server on the same pinned CPU: a ${PROBE_SECONDS} s probe runs right before and right after every row, and each row's "× raw" is its req/s over the mean of its two probes (the probes ranged from ${drift} req/s during this run). Absolute numbers are noise on this shared machine; the ratios are what carry information. CPU µs/req is the server process's CPU time (every thread, /proc) per answer, "× raw" of it against the raw server's; busy = CPU µs/req × req/s in % of one core. RSS = the server's VmRSS right after the row.`,
     '',
@@ -634,6 +637,10 @@ async function main(): Promise<void> {
       );
       growth += ` (seeded in ${Math.round((Date.now() - t0) / 1000)} s)`;
     }
+    // bin/mds.js runs the TypeScript sources when dist/ is older than src/: slower to start and larger in
+    // memory, so a run from a stale build says so in its header.
+    const compiled = freshBuild(join(import.meta.dirname, '..'), env);
+    if (!compiled) log('WARNING: dist/ is older than src/ (or MDS_SOURCES=1): the server runs the TypeScript sources; run npm run build first');
     server = startServer({ env, readyTimeoutMs: 60_000, logChars: 10_000 });
     const base = await server.ready.catch((err: Error) => {
       throw new Error(`${err.message}:\n${server?.log()}`);
@@ -963,6 +970,7 @@ async function main(): Promise<void> {
     const report: Report = {
       date: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
       storeDescribe: storeHandle.describe,
+      code: compiled ? 'the compiled build (dist/)' : '**the TypeScript sources** (dist/ was older than src/)',
       node: process.version,
       cpus: CPUS,
       pinned: pinned && serverPinned && rawPinned,
