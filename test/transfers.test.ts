@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { sql } from 'kysely';
 import { quotesRepository } from '../src/modules/quotes/repository.ts';
 import { describeEachStore, ISO_MS_RE, type TestApp, warehouseBody } from './helpers/app.ts';
 import { DESTINATION, money, quote, RECIPIENT, STANDARD_MINOR, STANDARD_PRICE, setup, transferBody, WAREHOUSE_META } from './helpers/flow.ts';
@@ -415,3 +417,67 @@ describeEachStore(
   },
   { WEBHOOK_ALLOW_PRIVATE: 'true' },
 );
+
+describeEachStore("a merchant's transfers wait on its balance row only for the debit", (ctx, store) => {
+  // On PostgreSQL a transfer is one statement, and every transfer of a merchant queues on its balance
+  // row. The transfer row (and its event and deliveries) is written before the debit takes that row, so
+  // the row is held for the debit, the ledger entry and the commit only. SQLite has one writer anyway.
+  const skip = store === 'sqlite' ? 'SQLite serialises every write; there is no row lock to hold for less' : false;
+
+  test('with the balance row locked elsewhere, the waiting transfer has already written its row; then it completes, charged once', { skip }, async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const first = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody((await quote(t, m, w.id)).id) });
+    assert.equal(first.statusCode, 201, first.body);
+    const q = await quote(t, m, w.id);
+
+    // Another transaction holds the merchant's balance row as a debit would (FOR NO KEY UPDATE).
+    let release!: () => void;
+    let locked!: (pid: number) => void;
+    const isLocked = new Promise<number>((r) => {
+      locked = r;
+    });
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid from merchants where id = ${m.merchantId} for no key update`.execute(trx);
+      locked(rows[0].pid);
+      await new Promise<void>((r) => {
+        release = r;
+      });
+    });
+    const holderPid = await isLocked;
+    const pending = t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) });
+    try {
+      // Until the transfer's statement waits for the holder (its debit; nothing else it does conflicts).
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+          where ${holderPid}::int = any(pg_blocking_pids(pid))`.execute(t.database.db);
+        if (rows[0].n > 0) break;
+        assert.ok(Date.now() < deadline, 'the transfer never waited for the balance row');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // A row with the waiting transfer's id and quote (a copy of the first transfer otherwise) must wait
+      // for that transaction if, and only if, it has already inserted its own: uncommitted rows are
+      // invisible, but their unique keys are not.
+      const probe = await t.database.db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`set local lock_timeout = '300ms'`.execute(trx);
+          await sql`insert into transfers select (json_populate_record(f, json_build_object(
+              'id', ${q.transfer_id}::text, 'quote_id', ${q.id}::text, 'transfer_code', ${randomUUID()}::text, 'tracking_code', ${randomUUID()}::text))).*
+            from transfers f where f.id = ${first.json().id}`.execute(trx);
+          throw new Error('inserted'); // rolled back: the probe must change nothing
+        })
+        .catch((err: { code?: string; message?: string }) => err.code ?? err.message);
+      assert.equal(probe, '55P03', 'the transfer row was not written before the debit waited (lock_not_available expected)');
+    } finally {
+      release();
+      await holder;
+    }
+    const res = await pending;
+    assert.equal(res.statusCode, 201, res.body);
+    assert.equal(res.json().id, q.transfer_id);
+    assert.equal((await money(t, m)).balance, ((500_000 - 2 * STANDARD_MINOR) / 100).toFixed(2));
+    assert.equal(await countTransfers(t, m.merchantId), 2);
+  });
+});
