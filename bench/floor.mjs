@@ -13,9 +13,9 @@
 // checked each time), the merchant's request counted in a one-minute window with the three RateLimit
 // headers, an X-Request-Id, the id validated, and each row answered in the API's shape (ISO times, the
 // location as GeoJSON, the stored metadata parsed). Left out, which only flatters it: the credential's
-// revocation check, an incoming X-Request-Id, the ambiguous-header checks, logging and metrics. What
-// these routes reach is the most a service with those guarantees can expect here; the service is
-// measured against the floor and against them.
+// revocation check, an incoming X-Request-Id, the ambiguous-header checks, logging and metrics. It does
+// parse and format every row on every answer, which the service caches. What these routes reach
+// estimates what the guarantees themselves cost; the service is measured against the floor and them.
 // Plain JavaScript, so that its memory does not include Node's TypeScript stripper either.
 // Env: DATABASE_URL (sqlite:FILE or postgres://), DATABASE_SCHEMA, PORT, FLOOR_MERCHANT, TOKEN_SIGNING_KEYS.
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
