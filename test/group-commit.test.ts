@@ -9,6 +9,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { openDatabase } from '../src/db/database.ts';
+import { prepared } from '../src/db/prepared.ts';
 import { GroupCommitSqliteDriver, NodeSqliteDialect } from '../src/db/sqlite-dialect.ts';
 import { inTransaction } from '../src/db/transaction.ts';
 
@@ -122,6 +123,74 @@ test('a read outside a transaction sees committed data only, and a lost batch be
     assert.deepEqual(r.status === 'fulfilled' ? r.value.map((row) => row.v) : r.reason, ['base'], 'the read answered from committed data');
   }
   assert.deepEqual(committed(), ['base']);
+});
+
+// A compiled read (src/db/prepared.ts), as the hot reads are: it runs on the driver directly when the
+// connection is free, and must then behave exactly as a read through Kysely would.
+const readT = prepared<[string], { v: string }>(
+  (d, arg) => (d as unknown as Kysely<any>).selectFrom('t').select('v').where('v', '>=', arg(0)).orderBy('v') as never,
+);
+const readNow = () => readT.rows(database.db, '').then((rows) => rows.map((r) => r.v));
+
+test('a compiled read runs at once when the connection is free, without a connection from Kysely', async () => {
+  await sql`delete from t`.execute(db);
+  await db.insertInto('t').values({ v: 'a' }).execute();
+  const executor = db.getExecutor();
+  const provide = executor.provideConnection.bind(executor);
+  let provided = 0;
+  executor.provideConnection = (consumer) => {
+    provided++;
+    return provide(consumer);
+  };
+  try {
+    assert.deepEqual(await readNow(), ['a']);
+    assert.equal(provided, 0);
+  } finally {
+    executor.provideConnection = provide;
+  }
+});
+
+test('a compiled read waits behind a transaction that holds the connection, and never sees its uncommitted rows', async () => {
+  await sql`delete from t`.execute(db);
+  await db.insertInto('t').values({ v: 'a' }).execute();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  let inserted!: () => void;
+  const hasInserted = new Promise<void>((r) => {
+    inserted = r;
+  });
+  const tx = inTransaction(db, async (trx) => {
+    await (trx as unknown as Kysely<any>).insertInto('t').values({ v: 'b' }).execute();
+    inserted();
+    await gate;
+  });
+  await hasInserted;
+  let answered = false;
+  const read = readNow().then((v) => {
+    answered = true;
+    return v;
+  });
+  await new Promise((r) => setTimeout(r, 20));
+  const waited = !answered;
+  release(); // before asserting: a transaction left holding the connection would hang the file
+  assert.ok(waited, 'the read waits for the transaction holding the connection');
+  const seen = await read;
+  assert.ok(['a', 'a,b'].includes(seen.join()), `committed data only, got ${seen}`);
+  await tx;
+  assert.deepEqual(await readNow(), ['a', 'b']);
+});
+
+test('a compiled read while a batch waits for its COMMIT answers from committed data', async () => {
+  await sql`delete from t`.execute(db);
+  await db.insertInto('t').values({ v: 'a' }).execute();
+  const write = db.insertInto('t').values({ v: 'c' }).execute();
+  const gc = driver as GroupCommitSqliteDriver;
+  while (!gc.currentBatch) await Promise.resolve();
+  assert.deepEqual(await readNow(), ['a'], 'the batch has not committed: its row is not seen');
+  await write;
+  assert.deepEqual(await readNow(), ['a', 'c']);
 });
 
 test('GroupCommitSqliteDriver is what the SQLite database uses', () => {

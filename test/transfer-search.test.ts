@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CompiledQuery } from 'kysely';
 import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { directReads } from '../src/db/prepared.ts';
 import { type TransferListFilter, transfersRepository } from '../src/modules/transfers/repository.ts';
 import type { Transfer } from '../src/modules/transfers/schemas.ts';
 import { describeEachStore, type TestApp } from './helpers/app.ts';
@@ -130,7 +131,9 @@ test("every list of transfers, the console's newest-first included, walks an ind
   const database = openDatabase({ url: 'sqlite::memory:' });
   try {
     await migrateToLatest(database);
-    // The statements transfersRepository.list really sends, captured as they go through the connection.
+    // The statements transfersRepository.list really sends, captured as they go through the connection
+    // (compiled reads too: without the direct path they take on a free connection, the same SQL).
+    directReads.delete(database.db);
     const sent: CompiledQuery[] = [];
     const executor = database.db.getExecutor();
     const provide = executor.provideConnection.bind(executor);

@@ -5,6 +5,7 @@ import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config, DatabaseIsolation } from '../config.ts';
 import { allMigrations } from './migrations/index.ts';
+import { directReads } from './prepared.ts';
 import { reusedName } from './reused-statements.ts';
 import { NodeSqliteDialect, openSqlite, openSqliteReader } from './sqlite-dialect.ts';
 import type { DB, Dialect } from './types.ts';
@@ -73,7 +74,9 @@ export function openDatabase(opts: DatabaseOptions): Database {
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
   const sqlite = openSqlite(path);
   // After the writer: it has put the file in WAL mode, which a read-only connection cannot.
-  const db = new Kysely<DB>({ dialect: new NodeSqliteDialect(sqlite, openSqliteReader(path)) });
+  const dialect = new NodeSqliteDialect(sqlite, openSqliteReader(path));
+  const db = new Kysely<DB>({ dialect });
+  directReads.set(db, (sql, parameters) => dialect.readNow(sql, parameters));
   return { db, dialect: 'sqlite', describe: path, close: () => db.destroy() };
 }
 

@@ -73,6 +73,10 @@ class FifoLock {
     if (next) next();
     else this.#held = false;
   }
+  /** Held, or promised to a waiter. */
+  get busy(): boolean {
+    return this.#held;
+  }
 }
 
 interface Batch {
@@ -175,6 +179,21 @@ class GroupCommitConnection implements DatabaseConnection {
     }
   }
 
+  /**
+   * A query run at once, where executeQuery would run it the same way right after taking a free lock:
+   * outside any transaction, on the writer with no batch open, else on the reader (committed data).
+   * undefined when it cannot (not a plain query, or a batch open and no reader): go through Kysely.
+   */
+  readNow(sql: string, parameters: readonly unknown[]): unknown[] | undefined {
+    let prepared = this.#cache.get(sql);
+    if (!prepared.query || !prepared.reader) return undefined;
+    if (this.#driver.currentBatch) {
+      if (!this.#reads) return undefined;
+      prepared = this.#reads.get(sql);
+    }
+    return prepared.stmt.all(...(parameters as never[]));
+  }
+
   async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
     if (!SelectQueryNode.is(compiledQuery.query)) throw new Error('Sqlite driver only supports streaming of select queries');
     const batch = this.inJob ? undefined : this.#driver.currentBatch;
@@ -205,6 +224,11 @@ export class GroupCommitSqliteDriver implements Driver {
 
   get currentBatch(): Batch | undefined {
     return this.#batch;
+  }
+
+  /** A read outside any transaction, synchronously, if nobody holds or awaits the connection; else undefined. */
+  readNow(sql: string, parameters: readonly unknown[]): unknown[] | undefined {
+    return this.#lock.busy ? undefined : this.#connection.readNow(sql, parameters);
   }
 
   async init(): Promise<void> {}
@@ -342,13 +366,19 @@ class GroupCommitSqliteAdapter extends SqliteAdapter {
 export class NodeSqliteDialect extends SqliteDialect {
   readonly #db: DatabaseSync;
   readonly #reader: DatabaseSync | undefined;
+  #driver: GroupCommitSqliteDriver | undefined;
   constructor(db: DatabaseSync, reader?: DatabaseSync) {
     super({ database: {} as never });
     this.#db = db;
     this.#reader = reader;
   }
   override createDriver(): Driver {
-    return new GroupCommitSqliteDriver(this.#db, this.#reader);
+    this.#driver = new GroupCommitSqliteDriver(this.#db, this.#reader);
+    return this.#driver;
+  }
+  /** See GroupCommitSqliteDriver.readNow; undefined before Kysely has made the driver. */
+  readNow(sql: string, parameters: readonly unknown[]): unknown[] | undefined {
+    return this.#driver?.readNow(sql, parameters);
   }
   override createAdapter(): SqliteAdapter {
     return new GroupCommitSqliteAdapter();
