@@ -837,11 +837,9 @@ async function main(): Promise<void> {
       guardedRow('warehouse-get', 'the same single-row read', `/warehouses/${warehouseId}`),
       guardedRow('warehouse-list', `the same ${WAREHOUSES}-row read`, '/warehouses'),
     ];
-    for (const [path, guarded] of [
-      [`/warehouses/${warehouseId}`, guardedRows[0]],
-      ['/warehouses', guardedRows[1]],
-    ] as const) {
-      const token = auth.authorization.slice('Bearer '.length);
+    const token = auth.authorization.slice('Bearer '.length);
+    for (const guarded of guardedRows) {
+      const path = guarded.request.path.slice('/guarded'.length); // the service's own route
       const [mine, theirs] = [await http(base, 'GET', path, undefined, token), await http(floorTarget.base, 'GET', guarded.request.path, undefined, token)];
       if (JSON.stringify(mine) !== JSON.stringify(theirs))
         throw new Error(`bench/floor.mjs ${guarded.request.path} does not answer what the service does:\n${JSON.stringify(theirs)}\n${JSON.stringify(mine)}`);
