@@ -3,6 +3,8 @@
 // statements each request sent to the database are counted (a round trip each on PostgreSQL).
 // SQLite in a temp dir; PROFILE_POSTGRES_URL=postgres://... profiles on PostgreSQL, in a fresh schema dropped after
 // (PROFILE_PREPARED_STATEMENTS=false: every statement unnamed, as DATABASE_PREPARED_STATEMENTS=false).
+// OUT ending in .heapprofile: a sampling heap profile instead (every allocation, collected or not), and the
+// allocation sites that account for most bytes per request printed by function and file.
 // ROW: warehouse-get | warehouse-list | options | transfer | transfer-key (with an Idempotency-Key) | transfer-get | transfer-list
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -115,10 +117,16 @@ const run = async () => {
   if ((await requests[row]()).statusCode !== expected) unexpected++;
 };
 for (let i = 0; i < 200; i++) await run(); // warm-up: lazy compilation (serializers, JIT) stays out of the profile
+const heap = out.endsWith('.heapprofile');
 const session = new Session();
 session.connect();
-await session.post('Profiler.enable');
-await session.post('Profiler.start');
+if (heap) {
+  // Every 512 bytes on average; objects that minor and major GCs collected stay in the profile.
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 512, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+} else {
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+}
 const end = performance.now() + Number(secondsArg) * 1000;
 let n = 0;
 const statementsBefore = statements;
@@ -128,8 +136,14 @@ while (performance.now() < end) {
   n += 10;
 }
 const used = process.cpuUsage(cpu);
-const { profile } = await session.post('Profiler.stop');
-writeFileSync(out, JSON.stringify(profile));
+if (heap) {
+  const { profile } = await session.post('HeapProfiler.stopSampling');
+  writeFileSync(out, JSON.stringify(profile));
+  printAllocationSites(profile.head, n);
+} else {
+  const { profile } = await session.post('Profiler.stop');
+  writeFileSync(out, JSON.stringify(profile));
+}
 console.log(
   `${row} on ${postgresUrl ? 'PostgreSQL' : 'SQLite'}: ${n} requests, ${((used.user + used.system) / n).toFixed(0)} µs CPU each (inject, in process), ` +
     `${((statements - statementsBefore) / n).toFixed(1)} statements each${withQuote ? ' (its quote included)' : ''}${unexpected ? `, ${unexpected} NOT ${expected}` : ''}`,
@@ -142,3 +156,27 @@ if (schema) {
   await admin.close();
 }
 rmSync(dir, { recursive: true, force: true });
+
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+/** Bytes allocated per request by function (self), the largest first, down to 1 % of the total. */
+function printAllocationSites(head: HeapNode, requests: number): void {
+  const sites = new Map<string, number>();
+  let total = 0;
+  const walk = (node: HeapNode) => {
+    const { functionName, url, lineNumber } = node.callFrame;
+    const key = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|src|bench)\//, '$1/')}:${lineNumber + 1}`;
+    sites.set(key, (sites.get(key) ?? 0) + node.selfSize);
+    total += node.selfSize;
+    for (const child of node.children) walk(child);
+  };
+  walk(head);
+  console.log(`allocated: ${(total / requests / 1024).toFixed(1)} KiB per request (sampled)`);
+  for (const [key, bytes] of [...sites].sort((a, b) => b[1] - a[1])) {
+    if (bytes < total / 100) break;
+    console.log(`${(bytes / requests).toFixed(0).padStart(7)} B  ${key}`);
+  }
+}
