@@ -120,6 +120,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     redisPrefix: config.rateLimitRedisPrefix,
     clock: deps.clock ?? clockFromEnv(),
     merchantLimit: (merchantId) => app.services.merchants.rateLimitOf(merchantId),
+    cachedMerchantLimit: (merchantId) => app.services.merchants.cachedRateLimitOf(merchantId),
   });
   app.decorate('tokenFailures', limits.tokenFailures);
 

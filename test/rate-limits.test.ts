@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import type { Response as LightMyRequestResponse } from 'light-my-request';
 import { clockStore } from '../src/http/rate-limits.ts';
 import { ManualClock } from '../src/lib/clock.ts';
 import { createTestApp, describeEachStore, type TestApp, warehouseBody } from './helpers/app.ts';
@@ -278,6 +279,73 @@ for (const store of STORES) {
       } finally {
         await b.close();
         await a.close();
+      }
+    });
+
+    test('in memory and in Redis, every limited scope answers alike: the same RateLimit headers, the same whole 429', { skip: skipRedis }, async () => {
+      // In memory the scopes count synchronously in the service; with Redis the library's hook does (src/http/rate-limits.ts).
+      const env = { ...LIMITS, TRACKING_RATE_LIMIT_PER_MINUTE: '2' };
+      const memory = await createTestApp(store, env);
+      const redis = await createTestApp(store, { ...env, REDIS_URL, RATE_LIMIT_REDIS_PREFIX: `mds-test:${randomUUID()}:` });
+      const answers = async (t: TestApp) => {
+        const seen: unknown[] = [];
+        const keep = (res: LightMyRequestResponse) => {
+          const { date, connection, 'x-request-id': requestId, ...headers } = res.headers;
+          // Redis keeps real time: its window may have a second less left than the test clock's.
+          for (const h of ['ratelimit-reset', 'retry-after']) if (headers[h] === '59') headers[h] = '60';
+          // A success's body holds ids of its own app; a refusal's is compared whole.
+          seen.push({ status: res.statusCode, headers, ...(res.statusCode >= 400 ? { body: res.json() } : {}) });
+        };
+        const m = await t.merchant('Alike');
+        for (let i = 0; i < 4; i++) keep(await t.as(m, { method: 'GET', url: `/warehouses/${NOWHERE}`, headers: { 'x-request-id': `m${i}` } }));
+        // A merchant's own limit: read from the database first, then from the instance's cache.
+        const own = await t.merchant('Own limit');
+        await t.services.merchants.setRateLimit(own.merchantId, 2);
+        for (let i = 0; i < 3; i++) keep(await t.as(own, { method: 'GET', url: '/balance', headers: { 'x-request-id': `o${i}` } }));
+        const c = await t.courier('Alike', { lat: 0, lng: 0 }); // PUT /courier/status: 1 of 60
+        for (let i = 0; i < 58; i++) assert.equal((await t.as(c, { method: 'GET', url: '/courier/jobs' })).statusCode, 200);
+        for (let i = 0; i < 2; i++) keep(await t.as(c, { method: 'GET', url: '/courier/status', headers: { 'x-request-id': `c${i}` } }));
+        for (let i = 0; i < 3; i++) {
+          keep(
+            await t.request({
+              method: 'GET',
+              url: '/track/abc',
+              remoteAddress: '198.51.100.31',
+              headers: { accept: 'application/json', 'x-request-id': `t${i}` },
+            }),
+          );
+        }
+        return seen;
+      };
+      try {
+        const inMemory = await answers(memory);
+        assert.deepEqual(await answers(redis), inMemory);
+        // What both answered: each scope's last answer is its 429.
+        assert.deepEqual(
+          inMemory.map((a) => (a as { status: number }).status),
+          [404, 404, 404, 429, 200, 200, 429, 200, 429, 404, 404, 429],
+        );
+        assert.deepEqual(inMemory[3], {
+          status: 429,
+          headers: {
+            'content-type': 'application/problem+json; charset=utf-8',
+            'content-length': '165',
+            'ratelimit-limit': '3',
+            'ratelimit-remaining': '0',
+            'ratelimit-reset': '60',
+            'retry-after': '60',
+          },
+          body: {
+            type: 'RATE_LIMITED',
+            title: 'Too many requests',
+            status: 429,
+            detail: 'Too many requests from this merchant (at most 3 a minute); retry in 60 s',
+            requestId: 'm3',
+          },
+        });
+      } finally {
+        await redis.close();
+        await memory.close();
       }
     });
 

@@ -1,5 +1,5 @@
 import rateLimit, { normalizeIP } from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Clock } from '../lib/clock.ts';
 import { AppError, type ErrorCode } from '../lib/errors.ts';
@@ -23,6 +23,13 @@ import { problemResponses } from '../lib/schemas.ts';
  *
  * Every answer of a limited route carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
  * (the library's IETF draft headers); a 429 adds Retry-After.
+ *
+ * Why the API's scopes count in memory without the library's hook: that hook is async all the way (the
+ * key, the limit and the store's callback each awaited), which cost ~3 KiB of garbage and ~10 µs an
+ * answer, an eighth of a single-row read (docs/benchmarks.md, "Tenth pass"). In memory nothing needs
+ * to wait, so `countNow` increments the same store synchronously and answers exactly as the library
+ * does: the same headers, the same 429 (test/rate-limits.test.ts runs each scope with and without
+ * Redis). With Redis the library's hook counts, as before.
  */
 
 export const WINDOW_MS = 60_000;
@@ -41,13 +48,15 @@ export interface RateLimitSettings {
   clock: Clock;
   /** The merchant's own limit (null: the default); may be cached briefly. */
   merchantLimit: (merchantId: string) => Promise<number | null>;
+  /** The same if it is cached now (undefined: not), so that the in-memory count can stay synchronous. */
+  cachedMerchantLimit: (merchantId: string) => number | null | undefined;
 }
 
 /** The hooks that limit each scope, and the token endpoint's failure counters. */
 export interface RateLimits {
-  merchants: onRequestAsyncHookHandler;
-  couriers: onRequestAsyncHookHandler;
-  tracking: onRequestAsyncHookHandler;
+  merchants: onRequestHookHandler;
+  couriers: onRequestHookHandler;
+  tracking: onRequestHookHandler;
   /** Token endpoint, before anything else: refuses an address that has failed too often, and says how many failures it has left. */
   tokenAddress: onRequestAsyncHookHandler;
   tokenFailures: TokenFailures;
@@ -72,7 +81,8 @@ const MAX_KEYS = 100_000;
 export function clockStore(clock: Clock) {
   const windows = new Map<string, { current: number; start: number }>();
   const store = {
-    incr(key: string, cb: (err: Error | null, res?: { current: number; ttl: number }) => void, timeWindow: number) {
+    /** Counts one request under key: how many the window holds now, and the ms left in it. */
+    hit(key: string, timeWindow: number): { current: number; ttl: number } {
       const now = clock.now();
       let w = windows.get(key);
       if (w) windows.delete(key);
@@ -80,7 +90,11 @@ export function clockStore(clock: Clock) {
       w.current++;
       windows.set(key, w);
       if (windows.size > MAX_KEYS) windows.delete(windows.keys().next().value as string);
-      cb(null, { current: w.current, ttl: w.start + timeWindow - now });
+      return { current: w.current, ttl: w.start + timeWindow - now };
+    },
+    // The library's store interface.
+    incr(key: string, cb: (err: Error | null, res?: { current: number; ttl: number }) => void, timeWindow: number) {
+      cb(null, store.hit(key, timeWindow));
     },
     read(key: string, cb: (err: Error | null, res?: { current: number; ttl: number }) => void, timeWindow: number) {
       const now = clock.now();
@@ -106,6 +120,27 @@ function rateLimited(detail: string, retryAfter: number, extra?: Record<string, 
 
 const address = (request: FastifyRequest) => normalizeIP(request.ip);
 
+const who = (request: FastifyRequest) => (request.courier ? 'this courier' : request.principal ? 'this merchant' : 'this address');
+
+/** The library's 429 for a scope: its detail names who is counted, and Retry-After the seconds left. */
+const tooMany = (request: FastifyRequest, max: number, ttl: number) =>
+  rateLimited(`Too many requests from ${who(request)} (at most ${max} a minute); retry in ${seconds(ttl)} s`, seconds(ttl));
+
+/**
+ * Counts the request in the in-memory store and sets the RateLimit headers as the library's hook does
+ * (draft spec, remaining never below 0, reset in whole seconds); over the limit, the 429 to answer with.
+ */
+function countNow(store: ReturnType<typeof clockStore>, request: FastifyRequest, reply: FastifyReply, key: string, max: number): AppError | undefined {
+  const { current, ttl } = store.hit(key, WINDOW_MS);
+  const reset = Math.ceil(ttl / 1000);
+  if (current <= max) {
+    setHeaders(reply, max, max - current, reset);
+    return undefined;
+  }
+  setHeaders(reply, max, 0, reset);
+  return tooMany(request, max, ttl); // its Retry-After comes with it
+}
+
 /** Registers the limiter (global: false, so only the hooks below limit anything) and builds the hooks. */
 export async function registerRateLimits(app: FastifyInstance, s: RateLimitSettings): Promise<RateLimits> {
   const store = clockStore(s.clock);
@@ -122,16 +157,31 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
             return store;
           } as never,
         }),
-    errorResponseBuilder: (request, context) => {
-      const wait = seconds(context.ttl);
-      const who = request.courier ? 'this courier' : request.principal ? 'this merchant' : 'this address';
-      return rateLimited(`Too many requests from ${who} (at most ${context.max} a minute); retry in ${wait} s`, wait);
-    },
+    errorResponseBuilder: (request, context) => tooMany(request, context.max, context.ttl),
   });
 
-  const off: onRequestAsyncHookHandler = async () => {};
-  const limiter = (keyGenerator: (r: FastifyRequest) => string, max: number | ((r: FastifyRequest) => Promise<number>)) =>
-    s.enabled ? (app.rateLimit({ keyGenerator, max, timeWindow: WINDOW_MS }) as unknown as onRequestAsyncHookHandler) : off;
+  const off: onRequestHookHandler = (_request, _reply, done) => done();
+  /**
+   * A scope's hook: requests counted under keyOf, at most maxOf a minute (a number, or undefined when it
+   * must be read first: then laterMaxOf gives it). In memory, synchronous; with Redis, the library's.
+   */
+  const limiter = (
+    keyOf: (r: FastifyRequest) => string,
+    maxOf: (r: FastifyRequest) => number | undefined,
+    laterMaxOf?: (r: FastifyRequest) => Promise<number>,
+  ): onRequestHookHandler => {
+    if (!s.enabled) return off;
+    if (s.redis) {
+      const max = async (r: FastifyRequest) => maxOf(r) ?? (laterMaxOf ? laterMaxOf(r) : Promise.reject(new Error('no limit')));
+      const hook = app.rateLimit({ keyGenerator: keyOf, max, timeWindow: WINDOW_MS }) as unknown as onRequestAsyncHookHandler;
+      return (request, reply, done) => void hook.call(app, request, reply).then(() => done(), done);
+    }
+    return (request, reply, done) => {
+      const max = maxOf(request);
+      if (max !== undefined) return done(countNow(store, request, reply, keyOf(request), max));
+      laterMaxOf!(request).then((m) => done(countNow(store, request, reply, keyOf(request), m)), done);
+    };
+  };
 
   const failures = (max: number, keyOf: (r: FastifyRequest, clientId: string) => string) => {
     const pending = new WeakMap<FastifyRequest, string>();
@@ -151,11 +201,21 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
   return {
     merchants: limiter(
       (r) => `merchant:${r.principal.merchantId}`,
+      (r) => {
+        const own = s.cachedMerchantLimit(r.principal.merchantId);
+        return own === undefined ? undefined : (own ?? s.merchantPerMinute);
+      },
       async (r) => (await s.merchantLimit(r.principal.merchantId)) ?? s.merchantPerMinute,
     ),
     // Position updates count apart: a courier reporting once a second (60 a minute, below the lowest allowed limit) is never refused.
-    couriers: limiter((r) => `courier:${r.courier.courierId}${r.routeOptions.url === '/courier/location' ? ':location' : ''}`, s.courierPerMinute),
-    tracking: limiter((r) => `track:${address(r)}`, s.trackingPerMinute),
+    couriers: limiter(
+      (r) => `courier:${r.courier.courierId}${r.routeOptions.url === '/courier/location' ? ':location' : ''}`,
+      () => s.courierPerMinute,
+    ),
+    tracking: limiter(
+      (r) => `track:${address(r)}`,
+      () => s.trackingPerMinute,
+    ),
     tokenAddress: async (request, reply) => {
       const a = await perAddress(request, '', false);
       if (a.remaining === 0 && a.ttl > 0) {

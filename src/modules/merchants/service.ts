@@ -243,11 +243,18 @@ export class MerchantsService {
     return { merchantId, rateLimitPerMinute: perMinute };
   }
 
+  /** The merchant's own limit (null: the default) if it was read in the last second; undefined if not. */
+  cachedRateLimitOf(merchantId: string): number | null | undefined {
+    const hit = this.#limits.get(merchantId);
+    // cache age is wall time, not the (test-movable) business clock
+    return hit && hit.until > Date.now() ? hit.value : undefined;
+  }
+
   /** The merchant's own limit (null: the default), read at most once a second per merchant: it is asked on every request. */
   async rateLimitOf(merchantId: string): Promise<number | null> {
-    const now = Date.now(); // cache age is wall time, not the (test-movable) business clock
-    const hit = this.#limits.get(merchantId);
-    if (hit && hit.until > now) return hit.value;
+    const cached = this.cachedRateLimitOf(merchantId);
+    if (cached !== undefined) return cached;
+    const now = Date.now();
     const value = await merchantsRepository.rateLimit(this.#db, merchantId);
     if (this.#limits.size > 10_000) this.#limits.clear();
     this.#limits.set(merchantId, { value, until: now + RATE_LIMIT_CACHE_MS });
