@@ -37,21 +37,33 @@ export function prepared<Args extends unknown[], Row>(build: (db: Kysely<DB>, ar
     }
     return entry;
   };
-  return {
-    async execute(db: Db, ...args: Args): Promise<QueryResult<Row>> {
+  /** The rows at once if the database could read them now (directReads), else Kysely's promise of them. */
+  const run = (db: Db, args: Args): Row[] | Promise<QueryResult<Row>> => {
+    try {
       const { query, slots } = compile(db);
       const parameters = query.parameters.map((p, i) => {
         const slot = slots[i];
         return slot === undefined ? p : args[slot];
       });
       const rows = directReads.get(db)?.(query.sql, parameters);
-      return rows ? { rows: rows as Row[] } : db.executeQuery<Row>({ ...query, parameters });
+      return rows ? (rows as Row[]) : db.executeQuery<Row>({ ...query, parameters });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+  return {
+    // Not async functions: a read answered at once costs one settled promise, not a chain of them.
+    execute(db: Db, ...args: Args): Promise<QueryResult<Row>> {
+      const rows = run(db, args);
+      return rows instanceof Promise ? rows : Promise.resolve({ rows });
     },
-    async rows(db: Db, ...args: Args): Promise<Row[]> {
-      return (await this.execute(db, ...args)).rows;
+    rows(db: Db, ...args: Args): Promise<Row[]> {
+      const rows = run(db, args);
+      return rows instanceof Promise ? rows.then((r) => r.rows) : Promise.resolve(rows);
     },
-    async first(db: Db, ...args: Args): Promise<Row | undefined> {
-      return (await this.execute(db, ...args)).rows[0];
+    first(db: Db, ...args: Args): Promise<Row | undefined> {
+      const rows = run(db, args);
+      return rows instanceof Promise ? rows.then((r) => r.rows[0]) : Promise.resolve(rows[0]);
     },
   };
 }

@@ -18,7 +18,7 @@ export const warehousesRepository = {
     await db.insertInto('warehouses').values(row).execute();
   },
 
-  async find(db: Db, merchantId: string, id: string): Promise<WarehouseRow | undefined> {
+  find(db: Db, merchantId: string, id: string): Promise<WarehouseRow | undefined> {
     return findOne.first(db, merchantId, id);
   },
 
