@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fastJsonStringify from 'fast-json-stringify';
 import { lazySerializers, withNullables } from '../src/http/serialization.ts';
+import { rememberedShapes } from '../src/lib/remembered-shapes.ts';
 import { CANCELLED_TRANSFER_EXAMPLE, TRANSFER_EXAMPLE, Transfer } from '../src/modules/transfers/schemas.ts';
 import { WAREHOUSE_EXAMPLE, Warehouse } from '../src/modules/warehouses/schemas.ts';
 
@@ -49,4 +50,57 @@ test('responses are written as the default serializer writes them, with and with
     assert.equal(transferSerializer(example), transferReference(example));
     assert.deepEqual(JSON.parse(transferSerializer(example)), example);
   }
+});
+
+test("a row's shape is made once while the row is the same, and again when any column changes", () => {
+  let made = 0;
+  const shape = rememberedShapes((row: { id: string; name: string; extra?: unknown }) => {
+    made++;
+    return { id: row.id, name: row.name, nested: { extra: row.extra ?? null } };
+  }, 2);
+  const a = shape({ id: 'a', name: 'A' });
+  assert.equal(shape({ id: 'a', name: 'A' }), a, 'an equal row (another object): the same shape');
+  assert.equal(made, 1);
+  assert.ok(Object.isFrozen(a) && Object.isFrozen(a.nested), 'deep-frozen: shared between answers');
+  assert.throws(() => {
+    (a as { name: string }).name = 'changed';
+  }, TypeError);
+  assert.deepEqual(shape({ id: 'a', name: 'B' }), { id: 'a', name: 'B', nested: { extra: null } }, 'a changed column');
+  assert.deepEqual(shape({ id: 'a', name: 'B', extra: 'x' }), { id: 'a', name: 'B', nested: { extra: 'x' } }, 'one column more');
+  assert.deepEqual(shape({ id: 'a', name: 'B' }), { id: 'a', name: 'B', nested: { extra: null } }, 'one column fewer');
+  const withObject = { id: 'a', name: 'B', extra: { v: 1 } };
+  assert.notEqual(shape(withObject), shape(withObject), 'a row holding an object is never reused');
+  assert.equal(made, 6);
+  // Bounded at 2 ids: a third pushes out the oldest.
+  const b = shape({ id: 'b', name: 'B' }); // 'a' and 'b'
+  const c = shape({ id: 'c', name: 'C' }); // 'b' and 'c'
+  assert.equal(shape({ id: 'b', name: 'B' }), b);
+  assert.equal(shape({ id: 'c', name: 'C' }), c);
+  assert.equal(made, 8);
+  shape({ id: 'd', name: 'D' }); // 'c' and 'd'
+  assert.notEqual(shape({ id: 'b', name: 'B' }), b, 'forgotten, made again');
+  assert.equal(made, 10);
+});
+
+test('lists and frozen answers are written as the default serializer writes them; a frozen answer is written once', () => {
+  const factory = lazySerializers({}, {});
+  const schema = { type: 'array', items: Warehouse };
+  const list = factory({ schema, method: 'GET', url: '/warehouses', httpStatus: '200' });
+  const reference = fastJsonStringify(schema as never);
+  const items = [
+    WAREHOUSE_EXAMPLE,
+    Object.freeze({ ...WAREHOUSE_EXAMPLE, name: 'Frozen "quoted"', nameInt: null }),
+    { ...WAREHOUSE_EXAMPLE, undocumented: 'never written' },
+  ];
+  for (const value of [[], items.slice(0, 1), items]) assert.equal(list(value), reference(value));
+  assert.equal(JSON.parse(list(items))[2].undocumented, undefined);
+  // Written again, a frozen item keeps its first JSON (it cannot change); an unfrozen one is written anew.
+  const open = { ...WAREHOUSE_EXAMPLE };
+  assert.equal(JSON.parse(list([open]))[0].name, WAREHOUSE_EXAMPLE.name);
+  open.name = 'Changed';
+  assert.equal(JSON.parse(list([open]))[0].name, 'Changed');
+  const single = factory({ schema: Warehouse, method: 'GET', url: '/warehouses/:id', httpStatus: '200' });
+  const frozen = items[1];
+  assert.equal(single(frozen), fastJsonStringify(Warehouse as never)(frozen));
+  assert.equal(single(open), fastJsonStringify(Warehouse as never)(open));
 });

@@ -37,6 +37,30 @@ describeEachStore(
       assert.deepEqual(got.json(), w);
     });
 
+    test('a changed warehouse reads back changed at once, alone and in the list, even within the same millisecond', async () => {
+      // Reads reuse a row's answer while the row is the same (src/lib/remembered-shapes.ts): a change in the same
+      // millisecond keeps updatedAt, so only comparing the whole row can tell.
+      const t = ctx();
+      const m = await t.merchant();
+      const w = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody() })).json();
+      const read = async () => [
+        (await t.as(m, { method: 'GET', url: `/warehouses/${w.id}` })).json(),
+        (await t.as(m, { method: 'GET', url: '/warehouses' })).json(),
+      ];
+      assert.deepEqual(await read(), [w, [w]]);
+      assert.deepEqual(await read(), [w, [w]], 'read twice: the same answer');
+      const changed = { ...warehouseBody(), name: 'Renamed', contactPhone: undefined, status: 'DISABLED' };
+      const put = await t.as(m, { method: 'PUT', url: `/warehouses/${w.id}`, payload: changed });
+      assert.equal(put.statusCode, 200);
+      const expected = { ...w, name: 'Renamed', contactPhone: null, status: 'DISABLED' };
+      assert.deepEqual(put.json(), expected);
+      assert.deepEqual(await read(), [expected, [expected]]);
+      // A change made outside the service (an operator's SQL), same millisecond again.
+      await t.database.db.updateTable('warehouses').set({ address: 'Changed in the database' }).where('id', '=', w.id).execute();
+      const moved = { ...expected, address: 'Changed in the database' };
+      assert.deepEqual(await read(), [moved, [moved]]);
+    });
+
     test('only required fields: optional ones are null, status defaults to ACTIVE', async () => {
       const t = ctx();
       const m = await t.merchant();

@@ -21,9 +21,37 @@ export const lazySerializers: SerializerSelector.SerializerFactory = (externalSc
   const compile = SerializerSelector()(externalSchemas, options);
   return (route) => {
     let serializer: SerializerSelector.Serializer | undefined;
+    let items: SerializerSelector.Serializer | undefined;
+    const itemSchema = (route.schema as Schema | undefined)?.type === 'array' ? ((route.schema as Schema).items as Schema | undefined) : undefined;
+    // The JSON of frozen objects (remembered shapes, src/lib/remembered-shapes.ts), by route and status.
+    const written = new WeakMap<object, string>();
+    const remembered = (write: SerializerSelector.Serializer, doc: unknown): string => {
+      if (doc === null || typeof doc !== 'object') return write(doc);
+      let json = written.get(doc);
+      if (json === undefined) {
+        json = write(doc);
+        if (Object.isFrozen(doc)) written.set(doc, json);
+      }
+      return json;
+    };
     return (doc) => {
+      if (itemSchema && Array.isArray(doc)) {
+        // fast-json-stringify writes an array as its items' JSON, comma-separated, in brackets. One join of
+        // every piece makes one flat string: "[" + joined + "]" would be a rope that Buffer.byteLength (for
+        // Content-Length) copies again.
+        items ??= compile({ ...route, schema: withNullables(itemSchema) as typeof route.schema });
+        if (doc.length === 0) return '[]';
+        const parts = new Array<string>(2 * doc.length + 1);
+        parts[0] = '[';
+        for (let i = 0; i < doc.length; i++) {
+          parts[2 * i + 1] = remembered(items, doc[i]);
+          parts[2 * i + 2] = ','; // the last one becomes the closing bracket
+        }
+        parts[2 * doc.length] = ']';
+        return parts.join('');
+      }
       serializer ??= compile({ ...route, schema: withNullables(route.schema) as typeof route.schema });
-      return serializer(doc);
+      return remembered(serializer, doc);
     };
   };
 };

@@ -9,6 +9,7 @@ import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTrackingCode, newTransferCode } from '../../lib/ids.ts';
 import { formatMinor, minorToNumber, parseMajorAmount } from '../../lib/money.ts';
+import { rememberedShapes } from '../../lib/remembered-shapes.ts';
 import { storedJson } from '../../lib/stored-json.ts';
 import { type AuditService, actorLabel, checkReason, type OperatorActor, actorId as operatorActorId } from '../audit/service.ts';
 import { type Estimates, transferEstimates } from '../eta/estimates.ts';
@@ -173,7 +174,8 @@ export class TransfersService {
     this.#courierAt = opts.courierAt ?? (async () => undefined);
     this.#leadMs = (opts.dispatchLeadSeconds ?? 0) * 1000;
     const base = opts.publicBaseUrl ?? '';
-    this.#toTransfer = (row) => toTransfer(row, base);
+    // Lists and reads answer the same rows again and again: their shapes are remembered (~4 KiB each with their JSON).
+    this.#toTransfer = rememberedShapes((row) => toTransfer(row, base), 256);
   }
 
   /**

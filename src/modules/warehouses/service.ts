@@ -4,6 +4,7 @@ import type { DB } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { rememberedShapes } from '../../lib/remembered-shapes.ts';
 import { storedJson } from '../../lib/stored-json.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { type WarehouseRow, warehousesRepository } from './repository.ts';
@@ -19,6 +20,8 @@ export class WarehousesService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
   readonly #maxPerMerchant: number;
+  // Reads answer the same rows again and again: their shapes are remembered (a few hundred bytes each).
+  readonly #shape = rememberedShapes(toWarehouse, 1000);
   constructor(db: Kysely<DB>, clock: Clock, maxPerMerchant: number) {
     this.#db = db;
     this.#clock = clock;
@@ -36,11 +39,11 @@ export class WarehousesService {
     const limit = query.limit ?? rows.length;
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
-    return { items: page.map(toWarehouse), ...(more ? { nextCursor: encodeCursor(page[page.length - 1].id) } : {}) };
+    return { items: page.map(this.#shape), ...(more ? { nextCursor: encodeCursor(page[page.length - 1].id) } : {}) };
   }
 
   async get(merchantId: string, id: string): Promise<Warehouse> {
-    return toWarehouse(await this.require(merchantId, id));
+    return this.#shape(await this.require(merchantId, id));
   }
 
   /** The warehouse row if the merchant owns it; WAREHOUSE_NOT_FOUND otherwise (also for another merchant's id). */
