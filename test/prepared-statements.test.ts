@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { prepared } from '../src/db/prepared.ts';
+import type { Db } from '../src/db/types.ts';
 import { createMerchant, openStore } from './helpers/server-process.ts';
 import { createStore, postgresOnly } from './helpers/stores.ts';
 
@@ -50,4 +53,44 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
       assert.equal(balance.balance, m.openingMinor - transfers.reduce((s, x) => s + x.total_amount, 0));
     });
   }
+});
+
+// Compiled reads (src/db/prepared.ts) outside a transaction go to the pool itself, not through Kysely's
+// executor; inside one they must run on the transaction's connection, as any statement of it.
+test('a compiled read on PostgreSQL: from the pool outside a transaction, on its connection inside one', { skip: postgresOnly('the pool') }, async (t) => {
+  const store = await createStore('postgres');
+  const database = openDatabase({ url: store.url, schema: store.schema });
+  t.after(async () => {
+    await database.close();
+    await store.cleanup();
+  });
+  const db = database.db as unknown as Kysely<any>;
+  await db.schema.createTable('t').addColumn('v', 'text').execute();
+  await db.insertInto('t').values({ v: 'a' }).execute();
+  const read = prepared<[string], { v: string }>(
+    (d, arg) => (d as unknown as Kysely<any>).selectFrom('t').select('v').where('v', '>=', arg(0)).orderBy('v') as never,
+  );
+  const values = (from: Db) => read.rows(from, '').then((rows) => rows.map((r) => r.v));
+
+  const executor = database.db.getExecutor();
+  const provide = executor.provideConnection.bind(executor);
+  let provided = 0;
+  executor.provideConnection = (consumer) => {
+    provided++;
+    return provide(consumer);
+  };
+  try {
+    assert.deepEqual(await values(database.db), ['a']);
+    assert.equal(provided, 0, 'no connection from Kysely');
+  } finally {
+    executor.provideConnection = provide;
+  }
+  await database.db.transaction().execute(async (trx) => {
+    await (trx as unknown as Kysely<any>).insertInto('t').values({ v: 'b' }).execute();
+    assert.deepEqual(await values(trx), ['a', 'b'], "the transaction's own row");
+    assert.deepEqual(await values(database.db), ['a'], 'outside it: committed rows only');
+  });
+  assert.deepEqual(await values(database.db), ['a', 'b']);
+  await db.schema.dropTable('t').execute();
+  await assert.rejects(values(database.db), { code: '42P01' }, "the database's error, as through Kysely");
 });

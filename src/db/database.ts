@@ -149,6 +149,8 @@ function openPostgres(opts: DatabaseOptions): Database {
   pool.on('error', () => {}); // idle clients: already reported by their own listener
   pool.on('connect', (client) => client.on('error', (err) => opts.onPoolError?.(err)));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  // Compiled reads outside transactions: straight to the pool (a free connection, as Kysely would take).
+  directReads.set(db, (text, values) => pool.query(text, values as unknown[]).then((r) => r.rows));
   const u = new URL(opts.url);
   const listeners = new Set<() => Promise<void>>();
   const channel = (name: string) =>

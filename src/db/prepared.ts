@@ -3,11 +3,13 @@ import type { DB, Db } from './types.ts';
 
 /**
  * Reads that need no connection from Kysely, by database (the root Kysely instance; a transaction is
- * another object and never found here): SQLite registers its driver's readNow, which runs a plain
- * query synchronously when the connection is free, exactly where Kysely would have run it. It spares
- * a hot read the executor's promises and objects (~5.8 KiB a request, docs/benchmarks.md "Ninth pass").
+ * another object and never found here). SQLite registers its driver's readNow, which runs a plain
+ * query synchronously when the connection is free, exactly where Kysely would have run it (undefined:
+ * it cannot now, Kysely runs it). PostgreSQL registers its pool's query, which takes any free
+ * connection as Kysely's root database does. Either spares a hot read the executor's promises and
+ * objects (~5.8 KiB a request, docs/benchmarks.md "Ninth pass").
  */
-export const directReads = new WeakMap<object, (sql: string, parameters: readonly unknown[]) => unknown[] | undefined>();
+export const directReads = new WeakMap<object, (sql: string, parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined>();
 
 /** Stands for the i-th argument while the query is built once; replaced by the real value on every call. */
 class Slot {
@@ -37,8 +39,8 @@ export function prepared<Args extends unknown[], Row>(build: (db: Kysely<DB>, ar
     }
     return entry;
   };
-  /** The rows at once if the database could read them now (directReads), else Kysely's promise of them. */
-  const run = (db: Db, args: Args): Row[] | Promise<QueryResult<Row>> => {
+  /** The rows at once if the database could read them now (directReads), else a promise of them. */
+  const run = (db: Db, args: Args): Row[] | Promise<Row[]> => {
     try {
       const { query, slots } = compile(db);
       const parameters = query.parameters.map((p, i) => {
@@ -46,7 +48,7 @@ export function prepared<Args extends unknown[], Row>(build: (db: Kysely<DB>, ar
         return slot === undefined ? p : args[slot];
       });
       const rows = directReads.get(db)?.(query.sql, parameters);
-      return rows ? (rows as Row[]) : db.executeQuery<Row>({ ...query, parameters });
+      return rows ? (rows as Row[] | Promise<Row[]>) : db.executeQuery<Row>({ ...query, parameters }).then((r) => r.rows);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -55,15 +57,15 @@ export function prepared<Args extends unknown[], Row>(build: (db: Kysely<DB>, ar
     // Not async functions: a read answered at once costs one settled promise, not a chain of them.
     execute(db: Db, ...args: Args): Promise<QueryResult<Row>> {
       const rows = run(db, args);
-      return rows instanceof Promise ? rows : Promise.resolve({ rows });
+      return rows instanceof Promise ? rows.then((r) => ({ rows: r })) : Promise.resolve({ rows });
     },
     rows(db: Db, ...args: Args): Promise<Row[]> {
       const rows = run(db, args);
-      return rows instanceof Promise ? rows.then((r) => r.rows) : Promise.resolve(rows);
+      return rows instanceof Promise ? rows : Promise.resolve(rows);
     },
     first(db: Db, ...args: Args): Promise<Row | undefined> {
       const rows = run(db, args);
-      return rows instanceof Promise ? rows.then((r) => r.rows[0]) : Promise.resolve(rows[0]);
+      return rows instanceof Promise ? rows.then((r) => r[0]) : Promise.resolve(rows[0]);
     },
   };
 }
