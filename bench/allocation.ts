@@ -1,0 +1,201 @@
+// `node bench/allocation.ts [ROW...] [--seconds N] [--heap]`: bytes the server allocates per answer, over HTTP.
+//
+// CPU time on a shared machine moves by ±20 % between identical runs; the bytes a request allocates do
+// not. The server runs in this process (SQLite in a temp dir, LOG_LEVEL=warn, limits counted but never
+// reached) with its young generation held at 32 MiB, so every scavenge stands for 32 MiB allocated;
+// autocannon loads it from a child process (50 connections), and the scavenges counted during the load
+// give KiB per answer (two runs agree within a scavenge or two). --heap takes a sampling heap profile
+// of the load instead and prints the sites that allocate most per answer (to /tmp/mds-ROW.heapprofile).
+// With taskset, the server is pinned to CPU 0 and the load to CPU 1.
+// ROW: warehouse-get | warehouse-list | transfer-get | transfer-list | no-token (the 401) | healthz
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+
+const YOUNG = ['--min-semi-space-size=32', '--max-semi-space-size=32'];
+const hasTaskset = (() => {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+if (!process.execArgv.includes(YOUNG[0])) {
+  // Again, with the fixed young generation (and pinned): the count needs it from the start.
+  const args = [...YOUNG, ...process.execArgv, ...process.argv.slice(1)];
+  const child = hasTaskset
+    ? spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio: 'inherit' })
+    : spawn(process.execPath, args, { stdio: 'inherit' });
+  child.on('exit', (code) => process.exit(code ?? 1));
+} else {
+  await main();
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { seconds: { type: 'string', default: '6' }, heap: { type: 'boolean', default: false } },
+  });
+  const rows = positionals.length ? positionals : ['warehouse-get', 'warehouse-list', 'transfer-get', 'transfer-list', 'no-token', 'healthz'];
+  const { buildApp } = await import('../src/app.ts');
+  const { loadConfig, parseSigningKeys } = await import('../src/config.ts');
+  const { migrateToLatest, openDatabase } = await import('../src/db/database.ts');
+  const KEYS = 'bench:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
+  const dir = mkdtempSync(join(tmpdir(), 'mds-allocation-'));
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    TOKEN_SIGNING_KEYS: KEYS,
+    MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000',
+    DATABASE_URL: `sqlite:${join(dir, 'a.sqlite')}`,
+  });
+  const database = openDatabase({ url: config.databaseUrl });
+  await migrateToLatest(database);
+  const app = await buildApp({ config, database, signingKeys: parseSigningKeys(KEYS) });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as { port: number };
+
+  const { credential } = await app.services.merchants.create('Allocation shop', 1e12, 'live');
+  const tok = await app.inject({
+    method: 'POST',
+    url: '/auth/token',
+    payload: { grant_type: 'client_credentials', client_id: credential.clientId, client_secret: credential.clientSecret },
+  });
+  const authorization = `Bearer ${tok.json().access_token}`;
+  const headers = { authorization, 'content-type': 'application/json' };
+  const warehouses: string[] = [];
+  for (let i = 0; i < 50; i++) {
+    const w = await app.inject({
+      method: 'POST',
+      url: '/warehouses',
+      headers,
+      payload: {
+        name: `W${i}`,
+        address: `Street ${i}`,
+        contactPhone: '+7 495 000-00-00',
+        locationMetadata: { display_name: `Street ${i}`, lat: 55.75 + i / 1000, lng: 37.61, city: 'Moscow' },
+      },
+    });
+    warehouses.push(w.json().id);
+  }
+  const transfers: string[] = [];
+  for (let i = 0; i < 60; i++) {
+    const quote = await app.inject({
+      method: 'POST',
+      url: '/options',
+      headers,
+      payload: {
+        warehouseId: warehouses[0],
+        destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24', city: 'Moscow' },
+        parcelSize: 'SMALL',
+        deliveryType: 'DOOR_TO_DOOR',
+      },
+    });
+    const t = await app.inject({
+      method: 'POST',
+      url: '/transfer',
+      headers,
+      payload: {
+        matchmakingId: quote.json().id,
+        productKey: 'standard',
+        description: 'p',
+        recipientInfo: { firstName: 'A', lastName: 'B', phone: '+7 900 000-00-00' },
+      },
+    });
+    transfers.push(t.json().id);
+  }
+  const paths: Record<string, [path: string, authorised: boolean, status: number]> = {
+    'warehouse-get': [`/warehouses/${warehouses[0]}`, true, 200],
+    'warehouse-list': ['/warehouses', true, 200],
+    'transfer-get': [`/transfer/${transfers[0]}`, true, 200],
+    'transfer-list': ['/transfer?limit=50', true, 200],
+    'no-token': [`/warehouses/${warehouses[0]}`, false, 401],
+    healthz: ['/healthz', false, 200],
+  };
+
+  const load = (path: string, authorised: boolean, seconds: number) =>
+    new Promise<{ requests: { total: number }; non2xx: number; '4xx'?: number }>((resolve, reject) => {
+      const args = [join(import.meta.dirname, '../node_modules/autocannon/autocannon.js'), '-j', '-c', '50', '-d', String(seconds)];
+      if (authorised) args.push('-H', `authorization=${authorization}`);
+      args.push(`http://127.0.0.1:${port}${path}`);
+      const child = hasTaskset
+        ? spawn('taskset', ['-c', '1', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'ignore'] })
+        : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+      let out = '';
+      child.stdout.on('data', (c) => {
+        out += c;
+      });
+      child.on('close', () => {
+        try {
+          resolve(JSON.parse(out));
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
+
+  console.log(`| answer | answers | scavenges | ~KiB allocated per answer |\n|---|---:|---:|---:|`);
+  for (const row of rows) {
+    const entry = paths[row];
+    if (!entry) throw new Error(`unknown row ${row}; rows: ${Object.keys(paths).join(', ')}`);
+    const [path, authorised, status] = entry;
+    await load(path, authorised, 2); // warm-up: compiled serializers, JIT
+    let scavenges = 0;
+    const observer = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) if ((e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) scavenges++;
+    });
+    const session = values.heap ? new Session() : undefined;
+    if (session) {
+      session.connect();
+      await session.post('HeapProfiler.startSampling', {
+        samplingInterval: 256,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    } else observer.observe({ entryTypes: ['gc'] });
+    const result = await load(path, authorised, Number(values.seconds));
+    const answers = result.requests.total;
+    const wrong = status === 200 ? result.non2xx : answers - (result['4xx'] ?? 0);
+    if (wrong) throw new Error(`${row}: ${wrong} answers were not ${status}`);
+    if (session) {
+      const { profile } = await session.post('HeapProfiler.stopSampling');
+      session.disconnect();
+      const out = `/tmp/mds-${row}.heapprofile`;
+      writeFileSync(out, JSON.stringify(profile));
+      printSites(row, profile.head, answers, out);
+    } else {
+      await new Promise((r) => setTimeout(r, 100)); // the last gc entries are delivered asynchronously
+      observer.disconnect();
+      console.log(`| ${row} | ${answers} | ${scavenges} | ${((scavenges * 32 * 1024) / answers).toFixed(1)} |`);
+    }
+  }
+  await app.close();
+  await database.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+function printSites(row: string, head: HeapNode, answers: number, out: string): void {
+  const sites = new Map<string, number>();
+  let total = 0;
+  const walk = (node: HeapNode) => {
+    const { functionName, url, lineNumber } = node.callFrame;
+    const key = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|src)\//, '$1/')}:${lineNumber + 1}`;
+    sites.set(key, (sites.get(key) ?? 0) + node.selfSize);
+    total += node.selfSize;
+    for (const child of node.children) walk(child);
+  };
+  walk(head);
+  console.log(`| ${row} | ${answers} | (sampled) | ${(total / answers / 1024).toFixed(1)} |  profile: ${out}`);
+  for (const [key, bytes] of [...sites].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`    ${(bytes / answers).toFixed(0).padStart(7)} B  ${key}`);
+}
