@@ -174,8 +174,9 @@ export class TransfersService {
     this.#courierAt = opts.courierAt ?? (async () => undefined);
     this.#leadMs = (opts.dispatchLeadSeconds ?? 0) * 1000;
     const base = opts.publicBaseUrl ?? '';
-    // Lists and reads answer the same rows again and again: their shapes are remembered (~4 KiB each with their JSON).
-    this.#toTransfer = rememberedShapes((row) => toTransfer(row, base), 256);
+    // Lists and reads answer the same rows again and again: their shapes are remembered (~9 KiB each with the row and
+    // the JSON of a read and of a list: 128 hold a few merchants' newest pages, ~1.2 MiB).
+    this.#toTransfer = rememberedShapes((row) => toTransfer(row, base), 128);
   }
 
   /**

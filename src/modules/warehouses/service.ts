@@ -20,8 +20,8 @@ export class WarehousesService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
   readonly #maxPerMerchant: number;
-  // Reads answer the same rows again and again: their shapes are remembered (a few hundred bytes each).
-  readonly #shape = rememberedShapes(toWarehouse, 1000);
+  // Reads answer the same rows again and again: their shapes are remembered (~3 KiB each with the row and JSON).
+  readonly #shape = rememberedShapes(toWarehouse, 500);
   constructor(db: Kysely<DB>, clock: Clock, maxPerMerchant: number) {
     this.#db = db;
     this.#clock = clock;
