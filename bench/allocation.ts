@@ -1,7 +1,8 @@
-// `node bench/allocation.ts [ROW...] [--seconds N] [--heap]`: bytes the server allocates per answer, over HTTP.
+// `node bench/allocation.ts [ROW...] [--seconds N] [--heap] [--postgres]`: bytes the server allocates per answer, over HTTP.
 //
 // CPU time on a shared machine moves by ±20 % between identical runs; the bytes a request allocates do
-// not. The server runs in this process (SQLite in a temp dir, LOG_LEVEL=warn, limits counted but never
+// not. The server runs in this process (SQLite in a temp dir, or with --postgres a fresh schema at
+// BENCH_DATABASE_URL / TEST_POSTGRES_URL / postgres://postgres@127.0.0.1:5432/test; LOG_LEVEL=warn, limits counted but never
 // reached) with its young generation held at 32 MiB, so every scavenge stands for 32 MiB allocated;
 // autocannon loads it from a child process (50 connections), and the scavenges counted during the load
 // give KiB per answer (two runs agree within a scavenge or two). --heap takes a sampling heap profile
@@ -39,7 +40,7 @@ if (!process.execArgv.includes(YOUNG[0])) {
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { seconds: { type: 'string', default: '6' }, heap: { type: 'boolean', default: false } },
+    options: { seconds: { type: 'string', default: '6' }, heap: { type: 'boolean', default: false }, postgres: { type: 'boolean', default: false } },
   });
   const rows = positionals.length ? positionals : ['warehouse-get', 'warehouse-list', 'transfer-get', 'transfer-list', 'no-token', 'healthz'];
   const { buildApp } = await import('../src/app.ts');
@@ -47,14 +48,20 @@ async function main(): Promise<void> {
   const { migrateToLatest, openDatabase } = await import('../src/db/database.ts');
   const KEYS = 'bench:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
   const dir = mkdtempSync(join(tmpdir(), 'mds-allocation-'));
+  const postgresUrl = values.postgres
+    ? (process.env.BENCH_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
+    : undefined;
+  const schema = postgresUrl ? `allocation_${process.pid}` : undefined;
   const config = loadConfig({
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
     TOKEN_SIGNING_KEYS: KEYS,
     MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000',
-    DATABASE_URL: `sqlite:${join(dir, 'a.sqlite')}`,
+    DATABASE_URL: postgresUrl ?? `sqlite:${join(dir, 'a.sqlite')}`,
   });
-  const database = openDatabase({ url: config.databaseUrl });
+  const admin = postgresUrl ? openDatabase({ url: postgresUrl }) : undefined;
+  if (admin && schema) await admin.db.schema.createSchema(schema).execute();
+  const database = openDatabase({ url: config.databaseUrl, schema });
   await migrateToLatest(database);
   const app = await buildApp({ config, database, signingKeys: parseSigningKeys(KEYS) });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -176,6 +183,10 @@ async function main(): Promise<void> {
   }
   await app.close();
   await database.close();
+  if (admin && schema) {
+    await admin.db.schema.dropSchema(schema).cascade().execute();
+    await admin.close();
+  }
   rmSync(dir, { recursive: true, force: true });
 }
 
