@@ -25,8 +25,8 @@ import { problemResponses } from '../lib/schemas.ts';
  * (the library's IETF draft headers); a 429 adds Retry-After.
  *
  * Why the API's scopes count in memory without the library's hook: that hook is async all the way (the
- * key, the limit and the store's callback each awaited), which cost ~3 KiB of garbage and ~10 µs an
- * answer, an eighth of a single-row read (docs/benchmarks.md, "Tenth pass"). In memory nothing needs
+ * key, the limit and the store's callback each awaited), which cost ~3 KiB of garbage an answer, an
+ * eighth of what a single-row read allocated (docs/benchmarks.md, "Tenth pass"). In memory nothing needs
  * to wait, so `countNow` increments the same store synchronously and answers exactly as the library
  * does: the same headers, the same 429 (test/rate-limits.test.ts runs each scope with and without
  * Redis). With Redis the library's hook counts, as before.
@@ -162,24 +162,19 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
 
   const off: onRequestHookHandler = (_request, _reply, done) => done();
   /**
-   * A scope's hook: requests counted under keyOf, at most maxOf a minute (a number, or undefined when it
-   * must be read first: then laterMaxOf gives it). In memory, synchronous; with Redis, the library's.
+   * A scope's hook: requests counted under keyOf, at most maxOf a minute (a promise only when the limit
+   * must be read first). In memory, synchronous whenever the limit is known; with Redis, the library's.
    */
-  const limiter = (
-    keyOf: (r: FastifyRequest) => string,
-    maxOf: (r: FastifyRequest) => number | undefined,
-    laterMaxOf?: (r: FastifyRequest) => Promise<number>,
-  ): onRequestHookHandler => {
+  const limiter = (keyOf: (r: FastifyRequest) => string, maxOf: (r: FastifyRequest) => number | Promise<number>): onRequestHookHandler => {
     if (!s.enabled) return off;
     if (s.redis) {
-      const max = async (r: FastifyRequest) => maxOf(r) ?? (laterMaxOf ? laterMaxOf(r) : Promise.reject(new Error('no limit')));
-      const hook = app.rateLimit({ keyGenerator: keyOf, max, timeWindow: WINDOW_MS }) as unknown as onRequestAsyncHookHandler;
+      const hook = app.rateLimit({ keyGenerator: keyOf, max: async (r) => maxOf(r), timeWindow: WINDOW_MS }) as unknown as onRequestAsyncHookHandler;
       return (request, reply, done) => void hook.call(app, request, reply).then(() => done(), done);
     }
     return (request, reply, done) => {
       const max = maxOf(request);
-      if (max !== undefined) return done(countNow(store, request, reply, keyOf(request), max));
-      laterMaxOf!(request).then((m) => done(countNow(store, request, reply, keyOf(request), m)), done);
+      if (typeof max === 'number') return done(countNow(store, request, reply, keyOf(request), max));
+      max.then((m) => done(countNow(store, request, reply, keyOf(request), m)), done);
     };
   };
 
@@ -203,9 +198,9 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
       (r) => `merchant:${r.principal.merchantId}`,
       (r) => {
         const own = s.cachedMerchantLimit(r.principal.merchantId);
-        return own === undefined ? undefined : (own ?? s.merchantPerMinute);
+        if (own !== undefined) return own ?? s.merchantPerMinute;
+        return s.merchantLimit(r.principal.merchantId).then((read) => read ?? s.merchantPerMinute);
       },
-      async (r) => (await s.merchantLimit(r.principal.merchantId)) ?? s.merchantPerMinute,
     ),
     // Position updates count apart: a courier reporting once a second (60 a minute, below the lowest allowed limit) is never refused.
     couriers: limiter(
