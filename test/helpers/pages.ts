@@ -102,6 +102,9 @@ export function assertNoProblems(problems: Problems): void {
 
 /** axe-core (WCAG 2.x A and AA rules): fails on any serious or critical violation, naming the rule and the elements. */
 export async function assertAccessible(page: Page, what: string): Promise<void> {
+  // After a click that navigates, the new page may have committed before its stylesheet loaded: unstyled
+  // links are smaller than the touch-target minimum (axe target-size), which the styled page is not.
+  await page.waitForLoadState('load');
   const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']).analyze();
   const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   assert.deepEqual(
