@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 
 const YOUNG = ['--min-semi-space-size=32', '--max-semi-space-size=32'];
 const hasTaskset = (() => {
@@ -75,47 +76,12 @@ async function main(): Promise<void> {
   });
   const authorization = `Bearer ${tok.json().access_token}`;
   const headers = { authorization, 'content-type': 'application/json' };
+  // The same fixtures as the tests and the demo (scripts/lib/fixtures.ts): 50 warehouses, 60 transfers.
+  const post = async (url: string, payload: object) => (await app.inject({ method: 'POST', url, headers, payload })).json().id as string;
   const warehouses: string[] = [];
-  for (let i = 0; i < 50; i++) {
-    const w = await app.inject({
-      method: 'POST',
-      url: '/warehouses',
-      headers,
-      payload: {
-        name: `W${i}`,
-        address: `Street ${i}`,
-        contactPhone: '+7 495 000-00-00',
-        locationMetadata: { display_name: `Street ${i}`, lat: 55.75 + i / 1000, lng: 37.61, city: 'Moscow' },
-      },
-    });
-    warehouses.push(w.json().id);
-  }
+  for (let i = 0; i < 50; i++) warehouses.push(await post('/warehouses', warehouseBody({ name: `W${i}` })));
   const transfers: string[] = [];
-  for (let i = 0; i < 60; i++) {
-    const quote = await app.inject({
-      method: 'POST',
-      url: '/options',
-      headers,
-      payload: {
-        warehouseId: warehouses[0],
-        destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24', city: 'Moscow' },
-        parcelSize: 'SMALL',
-        deliveryType: 'DOOR_TO_DOOR',
-      },
-    });
-    const t = await app.inject({
-      method: 'POST',
-      url: '/transfer',
-      headers,
-      payload: {
-        matchmakingId: quote.json().id,
-        productKey: 'standard',
-        description: 'p',
-        recipientInfo: { firstName: 'A', lastName: 'B', phone: '+7 900 000-00-00' },
-      },
-    });
-    transfers.push(t.json().id);
-  }
+  for (let i = 0; i < 60; i++) transfers.push(await post('/transfer', transferBody(await post('/options', moscowQuoteBody(warehouses[0], i)))));
   const paths: Record<string, [path: string, authorised: boolean, status: number]> = {
     'warehouse-get': [`/warehouses/${warehouses[0]}`, true, 200],
     'warehouse-list': ['/warehouses', true, 200],

@@ -12,6 +12,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { prepared } from '../src/db/prepared.ts';
 import { GroupCommitSqliteDriver, NodeSqliteDialect } from '../src/db/sqlite-dialect.ts';
 import { inTransaction } from '../src/db/transaction.ts';
+import { connectionsProvided } from './helpers/stores.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mds-group-commit-'));
 const file = join(dir, 'gc.sqlite');
@@ -135,19 +136,8 @@ const readNow = () => readT.rows(database.db, '').then((rows) => rows.map((r) =>
 test('a compiled read runs at once when the connection is free, without a connection from Kysely', async () => {
   await sql`delete from t`.execute(db);
   await db.insertInto('t').values({ v: 'a' }).execute();
-  const executor = db.getExecutor();
-  const provide = executor.provideConnection.bind(executor);
-  let provided = 0;
-  executor.provideConnection = (consumer) => {
-    provided++;
-    return provide(consumer);
-  };
-  try {
-    assert.deepEqual(await readNow(), ['a']);
-    assert.equal(provided, 0);
-  } finally {
-    executor.provideConnection = provide;
-  }
+  const provided = await connectionsProvided(db, async () => assert.deepEqual(await readNow(), ['a']));
+  assert.equal(provided, 0);
 });
 
 test('a compiled read waits behind a transaction that holds the connection, and never sees its uncommitted rows', async () => {

@@ -6,7 +6,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { prepared } from '../src/db/prepared.ts';
 import type { Db } from '../src/db/types.ts';
 import { createMerchant, openStore } from './helpers/server-process.ts';
-import { createStore, postgresOnly } from './helpers/stores.ts';
+import { connectionsProvided, createStore, postgresOnly } from './helpers/stores.ts';
 
 // The quote's and the transfer's statements go as named prepared statements on PostgreSQL (parsed and
 // planned once per connection), unless DATABASE_PREPARED_STATEMENTS=false (PgBouncer in transaction mode).
@@ -72,19 +72,8 @@ test('a compiled read on PostgreSQL: from the pool outside a transaction, on its
   );
   const values = (from: Db) => read.rows(from, '').then((rows) => rows.map((r) => r.v));
 
-  const executor = database.db.getExecutor();
-  const provide = executor.provideConnection.bind(executor);
-  let provided = 0;
-  executor.provideConnection = (consumer) => {
-    provided++;
-    return provide(consumer);
-  };
-  try {
-    assert.deepEqual(await values(database.db), ['a']);
-    assert.equal(provided, 0, 'no connection from Kysely');
-  } finally {
-    executor.provideConnection = provide;
-  }
+  const provided = await connectionsProvided(database.db, async () => assert.deepEqual(await values(database.db), ['a']));
+  assert.equal(provided, 0, 'no connection from Kysely');
   await database.db.transaction().execute(async (trx) => {
     await (trx as unknown as Kysely<any>).insertInto('t').values({ v: 'b' }).execute();
     assert.deepEqual(await values(trx), ['a', 'b'], "the transaction's own row");

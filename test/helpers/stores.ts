@@ -110,3 +110,20 @@ export async function migrateForTest(database: Database): Promise<void> {
   if (database.dialect === 'postgres') await withSchemaLock(() => migrateToLatest(database));
   else await migrateToLatest(database);
 }
+
+/** How many connections Kysely's executor provides to the queries `work` runs on db (direct reads take none). */
+export async function connectionsProvided(db: { getExecutor(): unknown }, work: () => Promise<void>): Promise<number> {
+  const executor = db.getExecutor() as { provideConnection: (consumer: (c: unknown) => Promise<unknown>) => Promise<unknown> };
+  const provide = executor.provideConnection.bind(executor);
+  let provided = 0;
+  executor.provideConnection = (consumer) => {
+    provided++;
+    return provide(consumer);
+  };
+  try {
+    await work();
+  } finally {
+    executor.provideConnection = provide;
+  }
+  return provided;
+}
