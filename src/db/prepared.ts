@@ -1,4 +1,4 @@
-import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
+import type { Compilable, CompiledQuery, Kysely } from 'kysely';
 import type { DB, Db } from './types.ts';
 
 /**
@@ -55,10 +55,6 @@ export function prepared<Args extends unknown[], Row>(build: (db: Kysely<DB>, ar
   };
   return {
     // Not async functions: a read answered at once costs one settled promise, not a chain of them.
-    execute(db: Db, ...args: Args): Promise<QueryResult<Row>> {
-      const rows = run(db, args);
-      return rows instanceof Promise ? rows.then((r) => ({ rows: r })) : Promise.resolve({ rows });
-    },
     rows(db: Db, ...args: Args): Promise<Row[]> {
       const rows = run(db, args);
       return rows instanceof Promise ? rows : Promise.resolve(rows);
