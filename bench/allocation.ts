@@ -1,11 +1,13 @@
-// `node bench/allocation.ts [ROW...] [--seconds N] [--heap] [--postgres]`: bytes the server allocates per answer, over HTTP.
+// `node bench/allocation.ts [ROW...] [--seconds N] [--heap] [--postgres] [--semi MiB]`: bytes the server allocates per answer, over HTTP.
 //
 // CPU time on a shared machine moves by ±20 % between identical runs; the bytes a request allocates do
 // not. The server runs in this process (SQLite in a temp dir, or with --postgres a fresh schema at
 // BENCH_DATABASE_URL / TEST_POSTGRES_URL / postgres://postgres@127.0.0.1:5432/test; LOG_LEVEL=warn, limits counted but never
-// reached) with its young generation held at 32 MiB, so every scavenge stands for 32 MiB allocated;
-// autocannon loads it from a child process (50 connections), and the scavenges counted during the load
-// give KiB per answer (two runs agree within a scavenge or two). --heap takes a sampling heap profile
+// reached) with its young generation held at 32 MiB (--semi: another size), so every scavenge stands for
+// that much allocated; autocannon loads it from a child process (50 connections), and the scavenges
+// counted during the load give KiB per answer (two runs agree within a scavenge or two). Beside it, the
+// time the collections paused the server and the server's CPU time, per answer: what a smaller young
+// generation costs (`--semi 16` against the default). --heap takes a sampling heap profile
 // of the load instead and prints the sites that allocate most per answer (to /tmp/mds-ROW.heapprofile).
 // With taskset, the server is pinned to CPU 0 and the load to CPU 1.
 // ROW: warehouse-get | warehouse-list | transfer-get | transfer-list | no-token (the 401) | healthz
@@ -18,7 +20,9 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 
-const YOUNG = ['--min-semi-space-size=32', '--max-semi-space-size=32'];
+const SEMI = Number(parseArgs({ options: { semi: { type: 'string', default: '32' } }, strict: false }).values.semi);
+if (!(Number.isInteger(SEMI) && SEMI >= 1 && SEMI <= 64)) throw new Error("--semi is the young generation's semi-space in MiB, 1..64");
+const YOUNG = [`--min-semi-space-size=${SEMI}`, `--max-semi-space-size=${SEMI}`];
 const hasTaskset = (() => {
   try {
     execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
@@ -41,7 +45,12 @@ if (!process.execArgv.includes(YOUNG[0])) {
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { seconds: { type: 'string', default: '6' }, heap: { type: 'boolean', default: false }, postgres: { type: 'boolean', default: false } },
+    options: {
+      seconds: { type: 'string', default: '6' },
+      heap: { type: 'boolean', default: false },
+      postgres: { type: 'boolean', default: false },
+      semi: { type: 'string', default: '32' },
+    },
   });
   const rows = positionals.length ? positionals : ['warehouse-get', 'warehouse-list', 'transfer-get', 'transfer-list', 'no-token', 'healthz'];
   const { buildApp } = await import('../src/app.ts');
@@ -112,15 +121,24 @@ async function main(): Promise<void> {
       });
     });
 
-  console.log(`| answer | answers | scavenges | ~KiB allocated per answer |\n|---|---:|---:|---:|`);
+  console.log(`Young generation: ${SEMI} MiB semi-spaces.\n`);
+  console.log(
+    `| answer | answers | scavenges | ~KiB allocated per answer | GC pause µs per answer: scavenges + full collections | server CPU µs per answer |\n|---|---:|---:|---:|---:|---:|`,
+  );
   for (const row of rows) {
     const entry = paths[row];
     if (!entry) throw new Error(`unknown row ${row}; rows: ${Object.keys(paths).join(', ')}`);
     const [path, authorised, status] = entry;
     await load(path, authorised, 2); // warm-up: compiled serializers, JIT
     let scavenges = 0;
+    const paused = { scavenges: 0, other: 0 }; // ms
     const observer = new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) if ((e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) scavenges++;
+      for (const e of list.getEntries()) {
+        if ((e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) {
+          scavenges++;
+          paused.scavenges += e.duration;
+        } else paused.other += e.duration;
+      }
     });
     const session = values.heap ? new Session() : undefined;
     if (session) {
@@ -131,7 +149,9 @@ async function main(): Promise<void> {
         includeObjectsCollectedByMinorGC: true,
       });
     } else observer.observe({ entryTypes: ['gc'] });
+    const cpuBefore = process.cpuUsage();
     const result = await load(path, authorised, Number(values.seconds));
+    const cpu = process.cpuUsage(cpuBefore); // the load runs in a child: this is the server's
     const answers = result.requests.total;
     const wrong = status === 200 ? result.non2xx : answers - (result['4xx'] ?? 0);
     if (wrong) throw new Error(`${row}: ${wrong} answers were not ${status}`);
@@ -144,7 +164,10 @@ async function main(): Promise<void> {
     } else {
       await new Promise((r) => setTimeout(r, 100)); // the last gc entries are delivered asynchronously
       observer.disconnect();
-      console.log(`| ${row} | ${answers} | ${scavenges} | ${((scavenges * 32 * 1024) / answers).toFixed(1)} |`);
+      const perAnswer = (micros: number) => (micros / answers).toFixed(1);
+      console.log(
+        `| ${row} | ${answers} | ${scavenges} | ${((scavenges * SEMI * 1024) / answers).toFixed(1)} | ${perAnswer(paused.scavenges * 1000)} + ${perAnswer(paused.other * 1000)} | ${perAnswer(cpu.user + cpu.system)} |`,
+      );
     }
   }
   await app.close();
