@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { SERVER_NODE_FLAGS } from '../scripts/lib/server-process.ts';
 
 const STARTUP_MEMORY = join(import.meta.dirname, '..', 'src', 'lib', 'startup-memory.ts');
 
@@ -9,7 +10,8 @@ const STARTUP_MEMORY = join(import.meta.dirname, '..', 'src', 'lib', 'startup-me
  * A child Node that keeps a set of objects live, then makes garbage the way requests in flight do:
  * objects that outlive two scavenges (they sit in a ring), are promoted, then die. It prints the
  * largest old generation V8 committed meanwhile, in MiB. `bound`: it calls boundOldGeneration() first,
- * as releaseStartupMemory() does in `mds serve` and `mds worker` before they take work.
+ * as releaseStartupMemory() does in `mds serve` and `mds worker` before they take work. The child gets the
+ * service's own V8 flags (its young generation).
  */
 function largestOldGeneration(options: { bound: boolean; nodeFlags?: string[] }): number {
   const script = `
@@ -28,7 +30,7 @@ function largestOldGeneration(options: { bound: boolean; nodeFlags?: string[] })
     }
     console.log(largest / 1048576, live.length);
   `;
-  const child = spawnSync(process.execPath, ['--max-semi-space-size=32', ...(options.nodeFlags ?? []), '--input-type=module', '-e', script], {
+  const child = spawnSync(process.execPath, [...SERVER_NODE_FLAGS, ...(options.nodeFlags ?? []), '--input-type=module', '-e', script], {
     encoding: 'utf8',
     timeout: 60_000,
   });

@@ -82,16 +82,17 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs = 10_
 }
 
 /**
- * The V8 flags the service runs with (`npm start` passes them too; docs/deployment.md). A larger young
- * generation keeps the short-lived objects of requests that are in flight across a scavenge (100
- * concurrent requests waiting on PostgreSQL) from being promoted: without it the old generation, and
- * RSS, grew about 30 % in a 60 s soak before the first full collection, although a full GC left 36 MB
- * live (no leak); with it RSS stays flat (RELIABILITY.md, soak). 32 MiB rather than 64 (Node 24's
- * ceiling on a large host): the soak stays flat with either (1.9 % and 1.0 % growth), and after the
- * benchmark's mix RSS is ~193 MiB against ~268. 16 returned another ~30 MiB after short loads, but the
- * soak then grew 16.8 % against the 20 % bar (docs/benchmarks.md, "Memory, fifth pass", "Sixth pass").
+ * The V8 flags the service runs with (`npm start` passes them too; docs/deployment.md). A young
+ * generation larger than Node 20's default keeps the short-lived objects of requests that are in flight
+ * across a scavenge (100 concurrent requests waiting on PostgreSQL) from being promoted: without it the
+ * old generation, and RSS, grew about 30 % in a 60 s soak before the first full collection, although a
+ * full GC left 36 MB live (no leak); with it RSS stays flat (RELIABILITY.md, soak: 0.3 % with 16 MiB).
+ * 16 MiB rather than 32: with the old generation bounded (src/lib/startup-memory.ts) and requests
+ * allocating less, the collections' pauses cost the same at either size (under 3 % of the server's CPU
+ * on SQLite, `bench/allocation.ts --semi`), and RSS after the benchmark's mix ends ~35 MiB lower
+ * (docs/benchmarks.md, "Eleventh pass").
  */
-export const SERVER_NODE_FLAGS = ['--max-semi-space-size=32'];
+export const SERVER_NODE_FLAGS = ['--max-semi-space-size=16'];
 
 /**
  * The environment the service runs with beside its own settings (`npm start` sets it too). glibc gives
