@@ -1,3 +1,5 @@
+import { deepFreeze } from './deep-freeze.ts';
+
 /**
  * A stored row's API shape (a warehouse, a transfer), made once and shared while the row stays exactly
  * the same: lists and single reads answer the same rows again and again, and building the object
@@ -29,12 +31,4 @@ function sameRow(before: object, columns: number, row: object): boolean {
     n++;
   }
   return n === columns;
-}
-
-export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    for (const v of Object.values(value)) deepFreeze(v);
-    Object.freeze(value);
-  }
-  return value;
 }

@@ -1,3 +1,5 @@
+import { deepFreeze } from './deep-freeze.ts';
+
 /**
  * JSON documents the store holds as text (a warehouse's location metadata, a transfer's details), parsed
  * once per distinct text and shared: a list of 50 items parsed every document on every request (17-43
@@ -7,14 +9,6 @@
  */
 const MAX_ENTRIES = 2048;
 const parsed = new Map<string, unknown>();
-
-function deepFreeze(value: unknown): unknown {
-  if (value !== null && typeof value === 'object') {
-    for (const v of Object.values(value)) deepFreeze(v);
-    Object.freeze(value);
-  }
-  return value;
-}
 
 export function storedJson<T>(text: string): T {
   let value = parsed.get(text);
