@@ -95,31 +95,54 @@ const types = {
 };
 
 /**
- * A client that gives up its connection when a query times out. The answer may never come (a network
- * partition, a firewall that dropped the connection); a client still waiting for it would go back to the
- * pool and fail every later query after the same timeout. Ended, it is discarded and replaced.
+ * A client that gives up its connection when a query's answer does not come in time. The answer may
+ * never come (a network partition, a firewall that dropped the connection); a client still waiting for
+ * it would go back to the pool and fail every later query after the same timeout. So the connection is
+ * destroyed: its queries fail with "Query read timeout" (a 503), and the pool discards it.
+ *
+ * The timeout is the client's own rather than pg's `query_timeout`: pg's wraps every query's callback in
+ * a closure that holds the query, and with it every query's rows outlived the young generation's
+ * collections (PostgreSQL reads promoted ~22 KiB an answer to the old generation, and each scavenge
+ * paused the server 8-12 ms: docs/benchmarks.md, "Eleventh pass"). Here the timer's callback holds only
+ * the client, and the wrapper only the timer and the caller's callback.
  */
 class TimeoutSafeClient extends pg.Client {
   /** Whether reused statements go named (DatabaseOptions.preparedStatements, passed on by the pool). */
   readonly #prepared: boolean;
-  constructor(config: pg.ClientConfig & { preparedStatements?: boolean } = {}) {
+  readonly #readTimeoutMs: number | undefined;
+  readonly #timedOut = () => this.connection.stream.destroy(new Error('Query read timeout'));
+  constructor(config: pg.ClientConfig & { preparedStatements?: boolean; readTimeoutMs?: number } = {}) {
     super(config);
     this.#prepared = config.preparedStatements !== false;
+    this.#readTimeoutMs = config.readTimeoutMs;
   }
   override query(...args: any[]): any {
     if (this.#prepared && typeof args[0] === 'string' && Array.isArray(args[1])) {
       const name = reusedName(args[0]);
       if (name) args = [{ name, text: args[0], values: args[1] }, ...args.slice(2)];
     }
-    const result = (super.query as (...a: unknown[]) => unknown)(...args);
-    if (result instanceof Promise) {
-      result.catch((err: Error) => {
-        if (err?.message === 'Query read timeout') this.end().catch(() => {});
-      });
+    const query = super.query as (...a: unknown[]) => unknown;
+    if (!this.#readTimeoutMs) return query.apply(this, args);
+    const timer = setTimeout(this.#timedOut, this.#readTimeoutMs);
+    const last = args.length - 1;
+    if (typeof args[last] === 'function') {
+      args[last] = settled(timer, args[last]);
+      return query.apply(this, args);
     }
+    const result = query.apply(this, args);
+    if (result instanceof Promise) result.then(settled(timer), settled(timer));
+    else clearTimeout(timer); // a submittable (a cursor) keeps its own pace
     return result;
   }
 }
+
+/** Clears a query's read timer when its answer (or error) comes, then passes it on. */
+const settled =
+  (timer: NodeJS.Timeout, callback?: (err: unknown, result?: unknown) => void) =>
+  (err?: unknown, result?: unknown): void => {
+    clearTimeout(timer);
+    callback?.(err, result);
+  };
 
 function openPostgres(opts: DatabaseOptions): Database {
   // Session settings sent in the startup packet, so every pooled connection has them from its first statement.
@@ -127,7 +150,7 @@ function openPostgres(opts: DatabaseOptions): Database {
   if (opts.schema) startupOptions.push(`-c search_path=${opts.schema}`);
   if (opts.isolation) startupOptions.push(`-c default_transaction_isolation=${opts.isolation.replace(' ', '\\ ')}`);
   // The pool hands its whole config to each client it makes: preparedStatements travels with it.
-  const config: pg.PoolConfig & { preparedStatements: boolean } = {
+  const config: pg.PoolConfig & { preparedStatements: boolean; readTimeoutMs: number } = {
     Client: TimeoutSafeClient,
     preparedStatements: opts.preparedStatements ?? true,
     connectionString: opts.url,
@@ -136,7 +159,7 @@ function openPostgres(opts: DatabaseOptions): Database {
     idleTimeoutMillis: 30_000,
     // A statement that hangs (dead server, network partition) must not hold a request forever: the server's
     // statement_timeout (when set) fires first, this one only when the server itself cannot answer.
-    query_timeout: (opts.statementTimeoutMs || 10_000) + 5_000,
+    readTimeoutMs: (opts.statementTimeoutMs || 10_000) + 5_000,
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
     ...(opts.lockTimeoutMs ? { lock_timeout: opts.lockTimeoutMs } : {}),
     types,
