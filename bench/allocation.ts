@@ -1,4 +1,4 @@
-// `node bench/allocation.ts [ROW...] [--seconds N] [--heap] [--postgres] [--semi MiB]`: bytes the server allocates per answer, over HTTP.
+// `node bench/allocation.ts [ROW...] [--seconds N] [--heap] [--postgres] [--semi MiB] [--pretenuring]`: bytes the server allocates per answer, over HTTP.
 //
 // CPU time on a shared machine moves by ±20 % between identical runs; the bytes a request allocates do
 // not. The server runs in this process (SQLite in a temp dir, or with --postgres a fresh schema at
@@ -7,7 +7,8 @@
 // that much allocated; autocannon loads it from a child process (50 connections), and the scavenges
 // counted during the load give KiB per answer (two runs agree within a scavenge or two). Beside it, the
 // time the collections paused the server and the server's CPU time, per answer: what a smaller young
-// generation costs (`--semi 16` against the default). --heap takes a sampling heap profile
+// generation costs (`--semi 16` against the default). The server keeps allocation sites young as `mds
+// serve` does (--pretenuring: V8's default instead). --heap takes a sampling heap profile
 // of the load instead and prints the sites that allocate most per answer (to /tmp/mds-ROW.heapprofile).
 // With taskset, the server is pinned to CPU 0 and the load to CPU 1.
 // ROW: warehouse-get | warehouse-list | transfer-get | transfer-list | no-token (the 401) | healthz
@@ -50,9 +51,13 @@ async function main(): Promise<void> {
       heap: { type: 'boolean', default: false },
       postgres: { type: 'boolean', default: false },
       semi: { type: 'string', default: '32' },
+      pretenuring: { type: 'boolean', default: false },
     },
   });
   const rows = positionals.length ? positionals : ['warehouse-get', 'warehouse-list', 'transfer-get', 'transfer-list', 'no-token', 'healthz'];
+  // As `mds serve` runs (src/lib/startup-memory.ts); --pretenuring keeps V8's default, to compare.
+  const { keepAllocationsYoung } = await import('../src/lib/startup-memory.ts');
+  if (!values.pretenuring) keepAllocationsYoung();
   const { buildApp } = await import('../src/app.ts');
   const { loadConfig, parseSigningKeys } = await import('../src/config.ts');
   const { migrateToLatest, openDatabase } = await import('../src/db/database.ts');
