@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { SERVER_NODE_FLAGS } from '../scripts/lib/server-process.ts';
+import { SERVER_ENV, SERVER_NODE_FLAGS } from '../scripts/lib/server-process.ts';
 
 const STARTUP_MEMORY = join(import.meta.dirname, '..', 'src', 'lib', 'startup-memory.ts');
 
@@ -47,4 +48,12 @@ test('a bounded old generation stays near 1.5 × what is live, unless node was s
   // of 300 % given on the command line ~325.
   assert.ok(bounded < unbounded * 0.7, `bounded ${bounded.toFixed(1)} MiB against ${unbounded.toFixed(1)} MiB unbounded`);
   assert.ok(ownFactor > bounded * 1.4, `--heap-growing-percent=300 kept: ${ownFactor.toFixed(1)} MiB against ${bounded.toFixed(1)} MiB`);
+});
+
+test('npm start runs the service with the V8 flags and malloc arenas the tests and benchmarks measured', () => {
+  const { scripts } = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8'));
+  const start = /MALLOC_ARENA_MAX=(\d+) node (.*) bin\/mds\.js serve$/.exec(scripts.start);
+  assert.ok(start, scripts.start);
+  assert.equal(start[1], SERVER_ENV.MALLOC_ARENA_MAX);
+  assert.deepEqual(start[2].split(' '), SERVER_NODE_FLAGS);
 });

@@ -130,8 +130,10 @@ class TimeoutSafeClient extends pg.Client {
       return query.apply(this, args);
     }
     const result = query.apply(this, args);
-    if (result instanceof Promise) result.then(settled(timer), settled(timer));
-    else clearTimeout(timer); // a submittable (a cursor) keeps its own pace
+    if (result instanceof Promise) {
+      const done = settled(timer);
+      result.then(done, done);
+    } else clearTimeout(timer); // a submittable (a cursor) keeps its own pace
     return result;
   }
 }

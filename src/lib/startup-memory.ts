@@ -33,8 +33,13 @@ export const HEAP_GROWING_PERCENT = 50;
  * its own `--heap-growing-percent` keeps that value.
  */
 export function boundOldGeneration(): void {
-  if (process.execArgv.some((arg) => arg.startsWith('--heap-growing-percent'))) return;
-  setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+  setUnlessGiven('heap-growing-percent', `--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+}
+
+/** Sets a V8 flag for this process unless node was started with its own choice for it (`--name`, `--no-name`, `--name=…`). */
+function setUnlessGiven(name: string, flag: string): void {
+  if (process.execArgv.some((arg) => arg.includes(name))) return;
+  setFlagsFromString(flag);
 }
 
 /**
@@ -47,6 +52,5 @@ export function boundOldGeneration(): void {
  * process started with its own `--[no-]allocation-site-pretenuring` keeps its choice.
  */
 export function keepAllocationsYoung(): void {
-  if (process.execArgv.some((arg) => arg.includes('allocation-site-pretenuring'))) return;
-  setFlagsFromString('--no-allocation-site-pretenuring');
+  setUnlessGiven('allocation-site-pretenuring', '--no-allocation-site-pretenuring');
 }
