@@ -1,9 +1,9 @@
 // The CPU cost of the rate limits per request, in one process: GET /warehouses/{id} through app.inject
 // on two apps over the same database, one with the limits on (the default) and one with
 // RATE_LIMITS_ENABLED=false, in alternating rounds, measured as process CPU time per request (less
-// disturbed by other work on a shared machine than wall time). `npm run bench` has the same comparison
-// over HTTP (the "rate limits off" row); this one isolates the limiter from the network and the load
-// generator.
+// disturbed by other work on a shared machine than wall time). `npm run bench` compares over HTTP with a
+// second instance that also has its background work off; this one isolates the limiter from the network
+// and the load generator.
 //
 //   node bench/rate-limit-cost.ts [--rounds 20] [--requests 2000]
 import { randomBytes } from 'node:crypto';
