@@ -852,25 +852,31 @@ async function main(): Promise<void> {
       await load(floorTarget, f, WARM_UP_SECONDS);
       await run(f, floorTarget);
     }
-    // The same read on a second instance (same database, same CPU) with the rate limits and the background work
-    // off. It has been faster than the main instance in every full run, by more than the limiter costs: see
-    // docs/benchmarks.md, "Twelfth pass".
-    const offPort = await freePort();
-    const off = startServer({
-      env: { ...env, PORT: String(offPort), RATE_LIMITS_ENABLED: 'false', SCHEDULER_ENABLED: 'false', WEBHOOK_WORKER_ENABLED: 'false' },
-      readyTimeoutMs: 60_000,
-      logChars: 10_000,
-    });
-    try {
-      const offTarget: Target = { base: await off.ready, pid: off.pid };
-      pin(off.pid, SERVER_CPU);
-      const getRow = reads.find((r) => r.key === 'warehouse-get') as Scenario;
-      await load(offTarget, getRow, WARM_UP_SECONDS);
-      await run({ ...getRow, key: 'warehouse-get-limits-off', title: 'GET /warehouses/{id}, second instance: rate limits and background work off' }, offTarget);
-      await run({ ...getRow, key: 'warehouse-get-again', title: 'GET /warehouses/{id} (limits on, again)' });
-    } finally {
-      await off.stop(5000);
+    // The same read on second instances (same database, same CPU): one started as the main one, then one with
+    // the rate limits and the background work off. The latter has beaten the main instance in every full run,
+    // by more than the limiter costs (docs/benchmarks.md, "Twelfth pass"); the first says how much of that any
+    // second instance gets.
+    const getRow = reads.find((r) => r.key === 'warehouse-get') as Scenario;
+    const secondInstances: [key: string, title: string, settings: NodeJS.ProcessEnv][] = [
+      ['warehouse-get-second', 'GET /warehouses/{id}, second instance, as the main one', {}],
+      [
+        'warehouse-get-limits-off',
+        'GET /warehouses/{id}, second instance: rate limits and background work off',
+        { RATE_LIMITS_ENABLED: 'false', SCHEDULER_ENABLED: 'false', WEBHOOK_WORKER_ENABLED: 'false' },
+      ],
+    ];
+    for (const [key, title, settings] of secondInstances) {
+      const second = startServer({ env: { ...env, ...settings, PORT: String(await freePort()) }, readyTimeoutMs: 60_000, logChars: 10_000 });
+      try {
+        const target: Target = { base: await second.ready, pid: second.pid };
+        pin(second.pid, SERVER_CPU);
+        await load(target, getRow, WARM_UP_SECONDS);
+        await run({ ...getRow, key, title }, target);
+      } finally {
+        await second.stop(5000);
+      }
     }
+    await run({ ...getRow, key: 'warehouse-get-again', title: 'GET /warehouses/{id} (limits on, again)' });
     const fsyncs = [fsyncsPerSecond(tmp)];
     const commits = [await durableCommitsPerSecond(tmp)];
     const optionsRow = await run(options);
