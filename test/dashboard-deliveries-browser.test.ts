@@ -87,7 +87,8 @@ for (const store of STORES) {
       if (shots) await screenshots(page, 'delivery');
 
       // In the list, newest first.
-      await page.getByRole('link', { name: 'All deliveries' }).click();
+      // A new page: wait for it to load, or its first row can be read while only half of it is parsed.
+      await Promise.all([page.waitForURL((u) => u.pathname === '/dashboard/deliveries'), page.getByRole('link', { name: 'All deliveries' }).click()]);
       const first = page.locator('table.deliveries tbody tr').first();
       assert.match((await first.textContent()) ?? '', /<img src=x onerror=alert\(1\)> Sokolova/);
       await page.getByLabel('Search').fill('79005551234');
