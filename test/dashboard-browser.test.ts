@@ -156,7 +156,8 @@ for (const store of STORES) {
       await page.getByLabel('Latitude').fill('95');
       await page.getByLabel('Longitude').fill('37.61');
       await page.getByRole('button', { name: 'Create warehouse' }).click();
-      await page.waitForLoadState(); // the answer is a new page; count() does not wait for it to be parsed
+      // The answer is a new page and count() does not wait for it: wait for the message, then count it.
+      await page.getByText('Latitude must be from -90 to 90').first().waitFor();
       assert.equal(await page.getByText('Latitude must be from -90 to 90').count(), 1);
       await checkPage(page, 'warehouse form with errors');
       await page.getByLabel('Latitude').fill('55.8');

@@ -36,9 +36,10 @@ export function boundOldGeneration(): void {
   setUnlessGiven('heap-growing-percent', `--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
 
-/** Sets a V8 flag for this process unless node was started with its own choice for it (`--name`, `--no-name`, `--name=…`). */
+/** Sets a V8 flag for this process unless node was started with its own choice for it (`--name`, `--no-name`, `--name=…`; V8 reads `_` as `-`). */
 function setUnlessGiven(name: string, flag: string): void {
-  if (process.execArgv.some((arg) => arg.includes(name))) return;
+  const own = new RegExp(`^--(no-)?${name}(=|$)`);
+  if (process.execArgv.some((arg) => own.test(arg.replaceAll('_', '-')))) return;
   setFlagsFromString(flag);
 }
 
