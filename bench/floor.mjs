@@ -10,11 +10,11 @@
 // GET /guarded/warehouses/:id and GET /guarded/warehouses: the same two reads plus, done by hand and as
 // cheaply as this file knows how, the work the contract asks of every merchant request: the bearer token
 // checked (HS256 with the service's keys; a verified token remembered by its whole text, its expiry
-// checked each time), the merchant's request counted in a one-minute window with the three RateLimit
-// headers, an X-Request-Id, the id validated, and each row answered in the API's shape (ISO times, the
-// location as GeoJSON, the stored metadata parsed). Left out, which only flatters it: the credential's
-// revocation check, an incoming X-Request-Id, the ambiguous-header checks, logging and metrics. It does
-// parse and format every row on every answer, which the service caches. What these routes reach
+// checked each time), the merchant's request counted in a one-minute window with the RateLimit-Policy
+// and RateLimit fields, an X-Request-Id, the id validated, and each row answered in the API's shape (ISO
+// times, the location as GeoJSON, the stored metadata parsed), its JSON remembered while the row is
+// unchanged as the service does. Left out, which only flatters it: the credential's revocation check, an
+// incoming X-Request-Id, the ambiguous-header checks, logging and metrics. What these routes reach
 // estimates what the guarantees themselves cost; the service is measured against the floor and them.
 // Plain JavaScript, so that its memory does not include Node's TypeScript stripper either.
 // Env: DATABASE_URL (sqlite:FILE or postgres://), DATABASE_SCHEMA, PORT, FLOOR_MERCHANT, TOKEN_SIGNING_KEYS.
@@ -136,9 +136,8 @@ function guard(req, reply) {
   }
   w.count++;
   reply
-    .header('ratelimit-limit', LIMIT)
-    .header('ratelimit-remaining', Math.max(0, LIMIT - w.count))
-    .header('ratelimit-reset', Math.ceil((w.start + 60_000 - now) / 1000));
+    .header('ratelimit-policy', `"merchant";q=${LIMIT};w=60`)
+    .header('ratelimit', `"merchant";r=${Math.max(0, LIMIT - w.count)};t=${Math.ceil((w.start + 60_000 - now) / 1000)}`);
   return merchantId;
 }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -159,17 +158,31 @@ const shaped = (row) => ({
   createdAt: iso(row.created_at),
   updatedAt: iso(row.updated_at),
 });
+// A row's JSON in the API's shape, remembered while the row is unchanged (as the service does): the
+// first answer parses the metadata and builds the ISO times, the next ones send the same text.
+const shapedJson = new Map();
+function jsonOf(row) {
+  const version = String(row.updated_at);
+  const known = shapedJson.get(row.id);
+  if (known?.version === version) return known.json;
+  const json = JSON.stringify(shaped(row));
+  if (shapedJson.size >= 10_000) shapedJson.clear();
+  shapedJson.set(row.id, { version, json });
+  return json;
+}
+const JSON_TYPE = 'application/json; charset=utf-8';
 app.get('/guarded/warehouses/:id', async (req, reply) => {
   const merchantId = guard(req, reply);
   if (!merchantId) return reply;
   if (!UUID.test(req.params.id)) return reply.code(400).type('application/problem+json').send({ type: 'VALIDATION_FAILED', status: 400 });
   const row = await store.warehouse(req.params.id, merchantId);
-  return row ? shaped(row) : reply.code(404).type('application/problem+json').send({ type: 'WAREHOUSE_NOT_FOUND', status: 404 });
+  return row ? reply.type(JSON_TYPE).send(jsonOf(row)) : reply.code(404).type('application/problem+json').send({ type: 'WAREHOUSE_NOT_FOUND', status: 404 });
 });
 app.get('/guarded/warehouses', async (req, reply) => {
   const merchantId = guard(req, reply);
   if (!merchantId) return reply;
-  return (await store.warehouses(merchantId)).map(shaped);
+  const rows = await store.warehouses(merchantId);
+  return reply.type(JSON_TYPE).send(`[${rows.map(jsonOf).join(',')}]`);
 });
 
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });

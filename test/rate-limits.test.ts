@@ -19,12 +19,20 @@ const LIMITS = {
 
 const NOWHERE = '01a20058-cb4a-7657-ba2b-fa105300957e';
 
-/** The three RateLimit headers of an answer, as sent. */
-const limitHeaders = (res: { headers: Record<string, unknown> }) => ({
-  limit: res.headers['ratelimit-limit'],
-  remaining: res.headers['ratelimit-remaining'],
-  reset: res.headers['ratelimit-reset'],
-});
+/**
+ * The RateLimit-Policy and RateLimit fields of an answer, read back: the policy's name, its quota
+ * and window, what is left and the seconds until the window ends (all undefined when there are none).
+ * Fails on any other form: both are structured-field items naming the same policy.
+ */
+const limitHeaders = (res: { headers: Record<string, unknown> }) => {
+  const policy = res.headers['ratelimit-policy'];
+  const state = res.headers.ratelimit;
+  if (policy === undefined && state === undefined) return { policy: undefined, limit: undefined, window: undefined, remaining: undefined, reset: undefined };
+  const p = /^"([a-z-]+)";q=(\d+);w=(\d+)$/.exec(String(policy));
+  const r = /^"([a-z-]+)";r=(\d+);t=(\d+)$/.exec(String(state));
+  assert.ok(p && r && p[1] === r[1], `RateLimit-Policy ${policy} and RateLimit ${state}`);
+  return { policy: p[1], limit: p[2], window: p[3], remaining: r[2], reset: r[3] };
+};
 
 const cliJson = (r: CliResult) => {
   assert.equal(r.code, 0, r.stderr);
@@ -39,14 +47,14 @@ describeEachStore(
       const m = await t.merchant('Flooder');
       const ok = await t.as(m, { method: 'GET', url: '/balance' });
       assert.equal(ok.statusCode, 200);
-      assert.deepEqual(limitHeaders(ok), { limit: '3', remaining: '2', reset: '60' });
+      assert.deepEqual(limitHeaders(ok), { policy: 'merchant', limit: '3', window: '60', remaining: '2', reset: '60' });
       const notFound = await t.as(m, { method: 'GET', url: `/warehouses/${NOWHERE}` });
       assert.equal(notFound.statusCode, 404);
-      assert.deepEqual(limitHeaders(notFound), { limit: '3', remaining: '1', reset: '60' });
+      assert.deepEqual(limitHeaders(notFound), { policy: 'merchant', limit: '3', window: '60', remaining: '1', reset: '60' });
       t.clock.advance(10_000);
       const invalid = await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: '' }) });
       assert.equal(invalid.statusCode, 400);
-      assert.deepEqual(limitHeaders(invalid), { limit: '3', remaining: '0', reset: '50' });
+      assert.deepEqual(limitHeaders(invalid), { policy: 'merchant', limit: '3', window: '60', remaining: '0', reset: '50' });
 
       const limited = await t.as(m, { method: 'GET', url: '/balance', headers: { 'x-request-id': 'flood-1' } });
       assert.equal(limited.statusCode, 429);
@@ -55,9 +63,8 @@ describeEachStore(
         'content-type': 'application/problem+json; charset=utf-8',
         'content-length': String(Buffer.byteLength(limited.body)),
         'x-request-id': 'flood-1',
-        'ratelimit-limit': '3',
-        'ratelimit-remaining': '0',
-        'ratelimit-reset': '50',
+        'ratelimit-policy': '"merchant";q=3;w=60',
+        ratelimit: '"merchant";r=0;t=50',
         'retry-after': '50',
       });
       assert.deepEqual(limited.json(), {
@@ -72,12 +79,12 @@ describeEachStore(
       const other = await t.merchant('Neighbour');
       const neighbour = await t.as(other, { method: 'GET', url: '/balance' });
       assert.equal(neighbour.statusCode, 200);
-      assert.deepEqual(limitHeaders(neighbour), { limit: '3', remaining: '2', reset: '60' });
+      assert.deepEqual(limitHeaders(neighbour), { policy: 'merchant', limit: '3', window: '60', remaining: '2', reset: '60' });
 
       t.clock.advance(50_000);
       const again = await t.as(m, { method: 'GET', url: '/balance' });
       assert.equal(again.statusCode, 200);
-      assert.deepEqual(limitHeaders(again), { limit: '3', remaining: '2', reset: '60' });
+      assert.deepEqual(limitHeaders(again), { policy: 'merchant', limit: '3', window: '60', remaining: '2', reset: '60' });
     });
 
     test('a write refused by the limit does nothing: the warehouse is not created, and the same Idempotency-Key works in the next window', async () => {
@@ -104,7 +111,7 @@ describeEachStore(
       for (let i = 0; i < 5; i++) {
         const res = await t.as(m, { method: 'GET', url: '/balance' });
         assert.equal(res.statusCode, 200);
-        assert.deepEqual(limitHeaders(res), { limit: '5', remaining: String(4 - i), reset: '60' });
+        assert.deepEqual(limitHeaders(res), { policy: 'merchant', limit: '5', window: '60', remaining: String(4 - i), reset: '60' });
       }
       assert.equal((await t.as(m, { method: 'GET', url: '/balance' })).statusCode, 429);
 
@@ -118,7 +125,7 @@ describeEachStore(
       await sleep(1100); // the instance's cached limit is at most a second old
       t.clock.advance(60_000);
       const back = await t.as(m, { method: 'GET', url: '/balance' });
-      assert.deepEqual(limitHeaders(back), { limit: '3', remaining: '2', reset: '60' });
+      assert.deepEqual(limitHeaders(back), { policy: 'merchant', limit: '3', window: '60', remaining: '2', reset: '60' });
 
       // Refusals change nothing.
       const usage = await mds(t, 'merchants', 'set-limit', m.merchantId, '--json');
@@ -147,10 +154,10 @@ describeEachStore(
       const address = '198.51.100.20';
       const ok = await attempt(m.clientSecret, address);
       assert.equal(ok.statusCode, 200);
-      assert.deepEqual(limitHeaders(ok), { limit: '5', remaining: '5', reset: '60' });
+      assert.deepEqual(limitHeaders(ok), { policy: 'token-failures', limit: '5', window: '60', remaining: '5', reset: '60' });
       const wrong = await attempt('sk_wrong', address);
       assert.equal(wrong.statusCode, 401);
-      assert.deepEqual(limitHeaders(wrong), { limit: '5', remaining: '4', reset: '60' });
+      assert.deepEqual(limitHeaders(wrong), { policy: 'token-failures', limit: '5', window: '60', remaining: '4', reset: '60' });
       t.clock.advance(5_000);
       for (let i = 0; i < 4; i++) assert.equal((await attempt('sk_wrong', address, `cli_guess${i}`)).statusCode, 401);
       // Malformed requests from an exhausted address are refused before they are read.
@@ -161,9 +168,8 @@ describeEachStore(
         'content-type': 'application/json; charset=utf-8',
         'content-length': String(Buffer.byteLength(limited.body)),
         'x-request-id': 'tok',
-        'ratelimit-limit': '5',
-        'ratelimit-remaining': '0',
-        'ratelimit-reset': '55',
+        'ratelimit-policy': '"token-failures";q=5;w=60',
+        ratelimit: '"token-failures";r=0;t=55',
         'retry-after': '55',
       });
       assert.deepEqual(limited.json(), {
@@ -177,7 +183,7 @@ describeEachStore(
       });
       const elsewhere = await attempt(m.clientSecret, '198.51.100.21');
       assert.equal(elsewhere.statusCode, 200);
-      assert.deepEqual(limitHeaders(elsewhere), { limit: '5', remaining: '5', reset: '60' });
+      assert.deepEqual(limitHeaders(elsewhere), { policy: 'token-failures', limit: '5', window: '60', remaining: '5', reset: '60' });
     });
 
     test('courier API: counted per courier; position updates have a bucket of their own, so other calls never use up their once-a-second budget', async () => {
@@ -190,7 +196,7 @@ describeEachStore(
       t.clock.advance(1000);
       const moved = await t.as(c, { method: 'POST', url: '/courier/location', payload: { lat: 0.001, lng: 0.001 } });
       assert.equal(moved.statusCode, 204);
-      assert.deepEqual(limitHeaders(moved), { limit: '60', remaining: '59', reset: '60' });
+      assert.deepEqual(limitHeaders(moved), { policy: 'courier-location', limit: '60', window: '60', remaining: '59', reset: '60' });
       const other = await t.courier('Pyotr');
       assert.equal((await t.as(other, { method: 'GET', url: '/courier/status' })).statusCode, 200);
     });
@@ -199,7 +205,7 @@ describeEachStore(
       const t = ctx();
       const res = await t.request({ method: 'GET', url: '/track/abc', remoteAddress: '198.51.100.30', headers: { accept: 'application/json' } });
       assert.equal(res.statusCode, 404);
-      assert.deepEqual(limitHeaders(res), { limit: '120', remaining: '119', reset: '60' });
+      assert.deepEqual(limitHeaders(res), { policy: 'tracking', limit: '120', window: '60', remaining: '119', reset: '60' });
     });
   },
   LIMITS,
@@ -217,14 +223,14 @@ describe('RATE_LIMITS_ENABLED=false', () => {
     for (let i = 0; i < 10; i++) {
       const res = await t.as(m, { method: 'GET', url: '/balance' });
       assert.equal(res.statusCode, 200);
-      assert.deepEqual(limitHeaders(res), { limit: undefined, remaining: undefined, reset: undefined });
+      assert.deepEqual(limitHeaders(res), { policy: undefined, limit: undefined, window: undefined, remaining: undefined, reset: undefined });
     }
     const wrong = await t.request({
       method: 'POST',
       url: '/auth/token',
       payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: 'sk_wrong' },
     });
-    assert.deepEqual(limitHeaders(wrong), { limit: '5', remaining: '4', reset: '60' });
+    assert.deepEqual(limitHeaders(wrong), { policy: 'token-failures', limit: '5', window: '60', remaining: '4', reset: '60' });
   });
 });
 
@@ -259,9 +265,9 @@ for (const store of STORES) {
       try {
         const m = await a.merchant('Shared');
         const first = await a.as(m, { method: 'GET', url: '/balance' });
-        assert.deepEqual(limitHeaders(first), { limit: '3', remaining: '2', reset: '60' });
-        assert.equal((await b.as(m, { method: 'GET', url: '/balance' })).headers['ratelimit-remaining'], '1');
-        assert.equal((await a.as(m, { method: 'GET', url: '/balance' })).headers['ratelimit-remaining'], '0');
+        assert.deepEqual(limitHeaders(first), { policy: 'merchant', limit: '3', window: '60', remaining: '2', reset: '60' });
+        assert.equal(limitHeaders(await b.as(m, { method: 'GET', url: '/balance' })).remaining, '1');
+        assert.equal(limitHeaders(await a.as(m, { method: 'GET', url: '/balance' })).remaining, '0');
         const limited = await b.as(m, { method: 'GET', url: '/balance' });
         assert.equal(limited.statusCode, 429);
         assert.equal(limited.json().type, 'RATE_LIMITED');
@@ -274,8 +280,8 @@ for (const store of STORES) {
             remoteAddress: '198.51.100.40',
             payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: 'sk_wrong' },
           });
-        assert.equal((await wrong(a)).headers['ratelimit-remaining'], '4');
-        assert.equal((await wrong(b)).headers['ratelimit-remaining'], '3');
+        assert.equal(limitHeaders(await wrong(a)).remaining, '4');
+        assert.equal(limitHeaders(await wrong(b)).remaining, '3');
       } finally {
         await b.close();
         await a.close();
@@ -292,7 +298,8 @@ for (const store of STORES) {
         const keep = (res: LightMyRequestResponse) => {
           const { date, connection, 'x-request-id': requestId, ...headers } = res.headers;
           // Redis keeps real time: its window may have a second less left than the test clock's.
-          for (const h of ['ratelimit-reset', 'retry-after']) if (headers[h] === '59') headers[h] = '60';
+          if (headers['retry-after'] === '59') headers['retry-after'] = '60';
+          if (typeof headers.ratelimit === 'string') headers.ratelimit = headers.ratelimit.replace(/;t=59$/, ';t=60');
           // A success's body holds ids of its own app; a refusal's is compared whole.
           seen.push({ status: res.statusCode, headers, ...(res.statusCode >= 400 ? { body: res.json() } : {}) });
         };
@@ -330,9 +337,8 @@ for (const store of STORES) {
           headers: {
             'content-type': 'application/problem+json; charset=utf-8',
             'content-length': '165',
-            'ratelimit-limit': '3',
-            'ratelimit-remaining': '0',
-            'ratelimit-reset': '60',
+            'ratelimit-policy': '"merchant";q=3;w=60',
+            ratelimit: '"merchant";r=0;t=60',
             'retry-after': '60',
           },
           body: {
@@ -358,7 +364,7 @@ for (const store of STORES) {
         assert.equal((await a.as(m, { method: 'GET', url: '/balance' })).statusCode, 429);
         const fresh = await b.as(m, { method: 'GET', url: '/balance' });
         assert.equal(fresh.statusCode, 200);
-        assert.deepEqual(limitHeaders(fresh), { limit: '3', remaining: '2', reset: '60' });
+        assert.deepEqual(limitHeaders(fresh), { policy: 'merchant', limit: '3', window: '60', remaining: '2', reset: '60' });
       } finally {
         await b.close();
         await a.close();

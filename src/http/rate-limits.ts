@@ -21,18 +21,21 @@ import { problemResponses } from '../lib/schemas.ts';
  * - token endpoint: failed attempts per address and per client id from that address
  *   (TOKEN_FAILURES_PER_ADDRESS, TOKEN_FAILURES_PER_CLIENT in TOKEN_FAILURE_WINDOW_SECONDS).
  *
- * Every answer of a limited route carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
- * (the library's IETF draft headers); a 429 adds Retry-After.
+ * Every answer of a limited route carries the IETF RateLimit-Policy and RateLimit fields
+ * (draft-ietf-httpapi-ratelimit-headers, structured fields: `"merchant";q=1200;w=60` and
+ * `"merchant";r=1187;t=42`); a 429 adds Retry-After. The library emits the older draft's three
+ * RateLimit-Limit/-Remaining/-Reset fields, so its answers (with Redis) are rewritten to these.
  *
  * Why the API's scopes count in memory without the library's hook: that hook is async all the way (the
  * key, the limit and the store's callback each awaited), which cost ~3 KiB of garbage an answer, an
  * eighth of what a single-row read allocated (docs/benchmarks.md, "Tenth pass"). In memory nothing needs
  * to wait, so `countNow` increments the same store synchronously and answers exactly as the library
- * does: the same headers, the same 429 (test/rate-limits.test.ts runs each scope with and without
+ * does: the same counts, the same 429 (test/rate-limits.test.ts runs each scope with and without
  * Redis). With Redis the library's hook counts, as before.
  */
 
 export const WINDOW_MS = 60_000;
+const WINDOW_SECONDS = WINDOW_MS / 1000;
 
 export interface RateLimitSettings {
   enabled: boolean;
@@ -69,7 +72,8 @@ export interface TokenFailures {
   recordFailure(request: FastifyRequest, reply: FastifyReply, clientId: string): Promise<void>;
 }
 
-export const RATE_LIMIT_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'] as const;
+/** The policies' names in the RateLimit fields: which count an answer reports. */
+export type Policy = 'merchant' | 'courier' | 'courier-location' | 'tracking' | 'token-failures';
 
 const MAX_KEYS = 100_000;
 
@@ -110,8 +114,22 @@ export function clockStore(clock: Clock) {
 
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
-function setHeaders(reply: FastifyReply, limit: number, remaining: number, resetSeconds: number): void {
-  reply.header('ratelimit-limit', limit).header('ratelimit-remaining', remaining).header('ratelimit-reset', resetSeconds);
+/**
+ * The two fields of draft-ietf-httpapi-ratelimit-headers: RateLimit-Policy (the quota q in a window of
+ * w seconds) and RateLimit (r left, t seconds until the window ends), both naming the policy counted.
+ */
+function setHeaders(reply: FastifyReply, policy: Policy, limit: number, remaining: number, resetSeconds: number, windowSeconds: number): void {
+  reply.header('ratelimit-policy', `"${policy}";q=${limit};w=${windowSeconds}`).header('ratelimit', `"${policy}";r=${remaining};t=${resetSeconds}`);
+}
+
+const DRAFT_FIELDS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'] as const;
+
+/** The library's older-draft fields (its hook, with Redis) rewritten as setHeaders' two; none if it skipped counting. */
+function rewriteLibraryHeaders(reply: FastifyReply, policy: Policy, windowSeconds: number): void {
+  const [limit, remaining, reset] = DRAFT_FIELDS.map((name) => reply.getHeader(name));
+  if (limit === undefined) return;
+  for (const name of DRAFT_FIELDS) reply.removeHeader(name);
+  setHeaders(reply, policy, Number(limit), Number(remaining), Number(reset), windowSeconds);
 }
 
 function rateLimited(detail: string, retryAfter: number, extra?: Record<string, unknown>): AppError {
@@ -120,6 +138,8 @@ function rateLimited(detail: string, retryAfter: number, extra?: Record<string, 
 
 const address = (request: FastifyRequest) => normalizeIP(request.ip);
 
+const isLocation = (request: FastifyRequest) => request.routeOptions.url === '/courier/location';
+
 const who = (request: FastifyRequest) => (request.courier ? 'this courier' : request.principal ? 'this merchant' : 'this address');
 
 /** The library's 429 for a scope: its detail names who is counted, and Retry-After the seconds left. */
@@ -127,17 +147,24 @@ const tooMany = (request: FastifyRequest, max: number, ttl: number) =>
   rateLimited(`Too many requests from ${who(request)} (at most ${max} a minute); retry in ${seconds(ttl)} s`, seconds(ttl));
 
 /**
- * Counts the request in the in-memory store and sets the RateLimit headers as the library's hook does
- * (draft spec, remaining never below 0, reset in whole seconds); over the limit, the 429 to answer with.
+ * Counts the request in the in-memory store and sets the RateLimit fields from the same counts as the
+ * library's hook (remaining never below 0, reset in whole seconds); over the limit, the 429 to answer with.
  */
-function countNow(store: ReturnType<typeof clockStore>, request: FastifyRequest, reply: FastifyReply, key: string, max: number): AppError | undefined {
+function countNow(
+  store: ReturnType<typeof clockStore>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  policy: Policy,
+  key: string,
+  max: number,
+): AppError | undefined {
   const { current, ttl } = store.hit(key, WINDOW_MS);
   const reset = Math.ceil(ttl / 1000);
   if (current <= max) {
-    setHeaders(reply, max, max - current, reset);
+    setHeaders(reply, policy, max, max - current, reset, WINDOW_SECONDS);
     return undefined;
   }
-  setHeaders(reply, max, 0, reset);
+  setHeaders(reply, policy, max, 0, reset, WINDOW_SECONDS);
   return tooMany(request, max, ttl); // its Retry-After comes with it
 }
 
@@ -165,16 +192,30 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
    * A scope's hook: requests counted under keyOf, at most maxOf a minute (a promise only when the limit
    * must be read first). In memory, synchronous whenever the limit is known; with Redis, the library's.
    */
-  const limiter = (keyOf: (r: FastifyRequest) => string, maxOf: (r: FastifyRequest) => number | Promise<number>): onRequestHookHandler => {
+  const limiter = (
+    policyOf: (r: FastifyRequest) => Policy,
+    keyOf: (r: FastifyRequest) => string,
+    maxOf: (r: FastifyRequest) => number | Promise<number>,
+  ): onRequestHookHandler => {
     if (!s.enabled) return off;
     if (s.redis) {
       const hook = app.rateLimit({ keyGenerator: keyOf, max: async (r) => maxOf(r), timeWindow: WINDOW_MS }) as unknown as onRequestAsyncHookHandler;
-      return (request, reply, done) => void hook.call(app, request, reply).then(() => done(), done);
+      return (request, reply, done) =>
+        void hook.call(app, request, reply).then(
+          () => {
+            rewriteLibraryHeaders(reply, policyOf(request), WINDOW_SECONDS);
+            done();
+          },
+          (err) => {
+            rewriteLibraryHeaders(reply, policyOf(request), WINDOW_SECONDS); // a 429 too
+            done(err);
+          },
+        );
     }
     return (request, reply, done) => {
       const max = maxOf(request);
-      if (typeof max === 'number') return done(countNow(store, request, reply, keyOf(request), max));
-      max.then((m) => done(countNow(store, request, reply, keyOf(request), m)), done);
+      if (typeof max === 'number') return done(countNow(store, request, reply, policyOf(request), keyOf(request), max));
+      max.then((m) => done(countNow(store, request, reply, policyOf(request), keyOf(request), m)), done);
     };
   };
 
@@ -195,6 +236,7 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
 
   return {
     merchants: limiter(
+      () => 'merchant',
       (r) => `merchant:${r.principal.merchantId}`,
       (r) => {
         const own = s.cachedMerchantLimit(r.principal.merchantId);
@@ -204,50 +246,55 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
     ),
     // Position updates count apart: a courier reporting once a second (60 a minute, below the lowest allowed limit) is never refused.
     couriers: limiter(
-      (r) => `courier:${r.courier.courierId}${r.routeOptions.url === '/courier/location' ? ':location' : ''}`,
+      (r) => (isLocation(r) ? 'courier-location' : 'courier'),
+      (r) => `courier:${r.courier.courierId}${isLocation(r) ? ':location' : ''}`,
       () => s.courierPerMinute,
     ),
     tracking: limiter(
+      () => 'tracking',
       (r) => `track:${address(r)}`,
       () => s.trackingPerMinute,
     ),
     tokenAddress: async (request, reply) => {
       const a = await perAddress(request, '', false);
       if (a.remaining === 0 && a.ttl > 0) {
-        setHeaders(reply, a.max, 0, seconds(a.ttl));
+        setHeaders(reply, 'token-failures', a.max, 0, seconds(a.ttl), windowSeconds);
         throw rateLimited(`Too many failed token requests; retry in ${seconds(a.ttl)} s`, seconds(a.ttl), TOKEN_EXTRA);
       }
-      setHeaders(reply, a.max, a.remaining, a.ttl > 0 ? seconds(a.ttl) : windowSeconds);
+      setHeaders(reply, 'token-failures', a.max, a.remaining, a.ttl > 0 ? seconds(a.ttl) : windowSeconds, windowSeconds);
     },
     tokenFailures: {
       async checkClient(request, reply, clientId) {
         const c = await perClient(request, clientId, false);
         if (c.remaining === 0 && c.ttl > 0) {
-          setHeaders(reply, c.max, 0, seconds(c.ttl));
+          setHeaders(reply, 'token-failures', c.max, 0, seconds(c.ttl), windowSeconds);
           throw rateLimited(`Too many failed token requests; retry in ${seconds(c.ttl)} s`, seconds(c.ttl), TOKEN_EXTRA);
         }
       },
       async recordFailure(request, reply, clientId) {
         const [a] = await Promise.all([perAddress(request, clientId, true), perClient(request, clientId, true)]);
-        setHeaders(reply, a.max, a.remaining, seconds(a.ttl));
+        setHeaders(reply, 'token-failures', a.max, a.remaining, seconds(a.ttl), windowSeconds);
       },
     },
   };
 }
 
 /**
- * Documents a scope's limit in OpenAPI: the RateLimit headers on every response of its operations,
+ * Documents a scope's limit in OpenAPI: the RateLimit-Policy and RateLimit fields on every response of its operations,
  * and the 429 RATE_LIMITED answer. Call before the scope's routes are registered.
  */
 export function documentRateLimit(scope: FastifyInstance, problemMediaType = 'application/problem+json'): void {
   const headers = {
-    'ratelimit-limit': {
-      type: 'integer',
+    'ratelimit-policy': {
+      type: 'string',
       description:
-        "Requests the current window (a minute) allows: per merchant, per courier or per address, as the operation says; on the token endpoint, failed attempts from the client's address",
+        'The quota counted (IETF draft-ietf-httpapi-ratelimit-headers, a structured field): the policy\'s name, q the requests its window allows, w the window in seconds, e.g. `"merchant";q=1200;w=60`. Policies: `merchant` (per merchant), `courier` and `courier-location` (per courier), `tracking` (per address), `token-failures` (failed token requests from the client\'s address)',
     },
-    'ratelimit-remaining': { type: 'integer', description: 'How many of them are left in the current window' },
-    'ratelimit-reset': { type: 'integer', description: 'Seconds until the current window ends and the count starts again' },
+    ratelimit: {
+      type: 'string',
+      description:
+        'What is left of that quota: the same policy\'s name, r the requests left in the current window, t the seconds until it ends and the count starts again, e.g. `"merchant";r=1187;t=42`',
+    },
   };
   scope.addHook('onRoute', (route) => {
     const schema = route.schema as { hide?: boolean; response?: Record<string, Record<string, unknown>> } | undefined;

@@ -74,9 +74,8 @@ export function hoistComponents<D extends Json>(document: D): D {
 
 /** Response headers documented on many operations (the rate-limit headers): one components.headers entry each, $ref'd from every response. */
 const SHARED_HEADERS: Record<string, string> = {
-  'ratelimit-limit': 'RateLimit-Limit',
-  'ratelimit-remaining': 'RateLimit-Remaining',
-  'ratelimit-reset': 'RateLimit-Reset',
+  'ratelimit-policy': 'RateLimit-Policy',
+  ratelimit: 'RateLimit',
 };
 
 function hoistHeaders(paths: Json, define: (name: string, header: Json) => void): Json {

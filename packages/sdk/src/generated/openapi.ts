@@ -1920,12 +1920,10 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
-        /** @description Requests the current window (a minute) allows: per merchant, per courier or per address, as the operation says; on the token endpoint, failed attempts from the client's address */
-        "RateLimit-Limit": number;
-        /** @description How many of them are left in the current window */
-        "RateLimit-Remaining": number;
-        /** @description Seconds until the current window ends and the count starts again */
-        "RateLimit-Reset": number;
+        /** @description The quota counted (IETF draft-ietf-httpapi-ratelimit-headers, a structured field): the policy's name, q the requests its window allows, w the window in seconds, e.g. `"merchant";q=1200;w=60`. Policies: `merchant` (per merchant), `courier` and `courier-location` (per courier), `tracking` (per address), `token-failures` (failed token requests from the client's address) */
+        "RateLimit-Policy": string;
+        /** @description What is left of that quota: the same policy's name, r the requests left in the current window, t the seconds until it ends and the count starts again, e.g. `"merchant";r=1187;t=42` */
+        RateLimit: string;
     };
     pathItems: never;
 }
@@ -2095,9 +2093,8 @@ export interface operations {
                     "cache-control"?: string;
                     /** @description no-cache */
                     pragma?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2124,9 +2121,8 @@ export interface operations {
             /** @description `INVALID_REQUEST`: Invalid token request; `UNSUPPORTED_GRANT_TYPE`: Unsupported grant type */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2144,9 +2140,8 @@ export interface operations {
                 headers: {
                     /** @description Basic realm="merchant-delivery" (RFC 6749 section 5.2) */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2162,9 +2157,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2180,9 +2174,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2200,9 +2193,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2218,9 +2210,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2238,9 +2229,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2336,9 +2326,8 @@ export interface operations {
             /** @description The tracking page, or its data as JSON */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2583,9 +2572,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2601,9 +2589,8 @@ export interface operations {
             /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2657,9 +2644,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2675,9 +2661,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2695,9 +2680,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2736,9 +2720,8 @@ export interface operations {
                 headers: {
                     /** @description Present when there is a next page: <url>; rel="next" */
                     link?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2780,9 +2763,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2800,9 +2782,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2818,9 +2799,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2838,9 +2818,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2856,9 +2835,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2876,9 +2854,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2934,9 +2911,8 @@ export interface operations {
                 headers: {
                     /** @description Path of the new warehouse: /warehouses/{id} */
                     location?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2976,9 +2952,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2996,9 +2971,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3014,9 +2988,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3034,9 +3007,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3052,9 +3024,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3070,9 +3041,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3088,9 +3058,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WAREHOUSE_LIMIT_REACHED`: Warehouse limit reached */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3108,9 +3077,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3126,9 +3094,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3146,9 +3113,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3181,9 +3147,8 @@ export interface operations {
             /** @description The warehouse */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3223,9 +3188,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3243,9 +3207,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3261,9 +3224,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3279,9 +3241,8 @@ export interface operations {
             /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3299,9 +3260,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3317,9 +3277,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3337,9 +3296,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3393,9 +3351,8 @@ export interface operations {
             /** @description The updated warehouse */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3435,9 +3392,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3455,9 +3411,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3473,9 +3428,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3491,9 +3445,8 @@ export interface operations {
             /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3509,9 +3462,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3527,9 +3479,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3547,9 +3498,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3565,9 +3515,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3585,9 +3534,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3639,9 +3587,8 @@ export interface operations {
             /** @description The pending quote with every product and its price */
             201: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3715,9 +3662,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3735,9 +3681,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3753,9 +3698,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3771,9 +3715,8 @@ export interface operations {
             /** @description `WAREHOUSE_NOT_FOUND`: Warehouse not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3791,9 +3734,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3809,9 +3751,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3827,9 +3768,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3845,9 +3785,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WAREHOUSE_DISABLED`: Warehouse disabled; `OUT_OF_SERVICE_AREA`: Destination out of service area */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3865,9 +3804,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3883,9 +3821,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3903,9 +3840,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3950,9 +3886,8 @@ export interface operations {
                 headers: {
                     /** @description Present when there is a next page: <url>; rel="next" */
                     link?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4035,9 +3970,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4055,9 +3989,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4073,9 +4006,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4093,9 +4025,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4111,9 +4042,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4131,9 +4061,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4184,9 +4113,8 @@ export interface operations {
                 headers: {
                     /** @description Path of the new transfer: /transfer/{transferId} */
                     location?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4267,9 +4195,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4287,9 +4214,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4305,9 +4231,8 @@ export interface operations {
             /** @description `INSUFFICIENT_BALANCE`: Insufficient balance */
             402: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4323,9 +4248,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4341,9 +4265,8 @@ export interface operations {
             /** @description `QUOTE_NOT_FOUND`: Quote not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4361,9 +4284,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4379,9 +4301,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4397,9 +4318,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4415,9 +4335,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `QUOTE_EXPIRED`: Quote expired; `PRODUCT_NOT_AVAILABLE`: Product not available; `WAREHOUSE_DISABLED`: Warehouse disabled */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4435,9 +4354,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4453,9 +4371,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4473,9 +4390,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4508,9 +4424,8 @@ export interface operations {
             /** @description The timeline, oldest first */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4577,9 +4492,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4597,9 +4511,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4615,9 +4528,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4633,9 +4545,8 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4653,9 +4564,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4671,9 +4581,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4691,9 +4600,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4742,9 +4650,8 @@ export interface operations {
             /** @description The cancelled transfer */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4831,9 +4738,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4851,9 +4757,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4869,9 +4774,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4887,9 +4791,8 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4907,9 +4810,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4925,9 +4827,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4943,9 +4844,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4961,9 +4861,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4981,9 +4880,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4999,9 +4897,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5019,9 +4916,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5069,9 +4965,8 @@ export interface operations {
             /** @description The transfer after the move */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5155,9 +5050,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5175,9 +5069,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5193,9 +5086,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5211,9 +5103,8 @@ export interface operations {
             /** @description `ROUTE_NOT_FOUND`: No such endpoint; `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5231,9 +5122,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5249,9 +5139,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5267,9 +5156,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5285,9 +5173,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5305,9 +5192,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5323,9 +5209,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5343,9 +5228,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5378,9 +5262,8 @@ export interface operations {
             /** @description The transfer */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5461,9 +5344,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5481,9 +5363,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5499,9 +5380,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5517,9 +5397,8 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5537,9 +5416,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5555,9 +5433,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5575,9 +5452,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5614,9 +5490,8 @@ export interface operations {
                 headers: {
                     /** @description Present when there are older entries: <url>; rel="next" */
                     link?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5662,9 +5537,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5682,9 +5556,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5700,9 +5573,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5720,9 +5592,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5738,9 +5609,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5758,9 +5628,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5787,9 +5656,8 @@ export interface operations {
             /** @description The endpoints */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5845,9 +5713,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5863,9 +5730,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5883,9 +5749,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5901,9 +5766,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5921,9 +5785,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5976,9 +5839,8 @@ export interface operations {
                 headers: {
                     /** @description Path of the new endpoint: /webhook-endpoints/{id} */
                     location?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6033,9 +5895,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6053,9 +5914,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6071,9 +5931,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6091,9 +5950,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6109,9 +5967,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6127,9 +5984,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6145,9 +6001,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused; `WEBHOOK_URL_REFUSED`: Webhook URL refused; `WEBHOOK_ENDPOINT_LIMIT_REACHED`: Webhook endpoint limit reached */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6165,9 +6020,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6183,9 +6037,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6203,9 +6056,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6238,9 +6090,8 @@ export interface operations {
             /** @description The endpoint */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6292,9 +6143,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6312,9 +6162,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6330,9 +6179,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6348,9 +6196,8 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6368,9 +6215,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6386,9 +6232,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6406,9 +6251,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6461,9 +6305,8 @@ export interface operations {
             /** @description The endpoint as it is now */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6515,9 +6358,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6535,9 +6377,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6553,9 +6394,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6571,9 +6411,8 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6589,9 +6428,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6607,9 +6445,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6625,9 +6462,8 @@ export interface operations {
             /** @description `WEBHOOK_URL_REFUSED`: Webhook URL refused */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6645,9 +6481,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6663,9 +6498,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6683,9 +6517,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6718,9 +6551,8 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6728,9 +6560,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6748,9 +6579,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6766,9 +6596,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6784,9 +6613,8 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6802,9 +6630,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6820,9 +6647,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6840,9 +6666,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6858,9 +6683,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6878,9 +6702,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6919,9 +6742,8 @@ export interface operations {
             /** @description The endpoint with its new secret */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6976,9 +6798,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6996,9 +6817,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7014,9 +6834,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7032,9 +6851,8 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7052,9 +6870,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7070,9 +6887,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7088,9 +6904,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7106,9 +6921,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7126,9 +6940,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7144,9 +6957,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7164,9 +6976,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7205,9 +7016,8 @@ export interface operations {
             /** @description Queued */
             202: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7228,9 +7038,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7248,9 +7057,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7266,9 +7074,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7284,9 +7091,8 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7304,9 +7110,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7322,9 +7127,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7340,9 +7144,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7358,9 +7161,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7378,9 +7180,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7396,9 +7197,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7416,9 +7216,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7461,9 +7260,8 @@ export interface operations {
                 headers: {
                     /** @description Present when there is a next page: <url>; rel="next" */
                     link?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7524,9 +7322,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7544,9 +7341,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7562,9 +7358,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7580,9 +7375,8 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7600,9 +7394,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7618,9 +7411,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7638,9 +7430,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7694,9 +7485,8 @@ export interface operations {
             /** @description Queued */
             202: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7716,9 +7506,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7736,9 +7525,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7754,9 +7542,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7772,9 +7559,8 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7792,9 +7578,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7810,9 +7595,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7828,9 +7612,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7846,9 +7629,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7866,9 +7648,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7884,9 +7665,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7904,9 +7684,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7960,9 +7739,8 @@ export interface operations {
             /** @description Queued */
             202: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7982,9 +7760,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8002,9 +7779,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8020,9 +7796,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8038,9 +7813,8 @@ export interface operations {
             /** @description `WEBHOOK_ENDPOINT_NOT_FOUND`: Webhook endpoint not found; `EVENT_NOT_FOUND`: Event not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8058,9 +7832,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8076,9 +7849,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8094,9 +7866,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8112,9 +7883,8 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_REUSED`: Idempotency key reused */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8132,9 +7902,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8150,9 +7919,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8170,9 +7938,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8199,9 +7966,8 @@ export interface operations {
             /** @description Your status */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8246,9 +8012,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8264,9 +8029,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8284,9 +8048,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8302,9 +8065,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8322,9 +8084,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8367,9 +8128,8 @@ export interface operations {
             /** @description Your status */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8412,9 +8172,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8432,9 +8191,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8450,9 +8208,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8468,9 +8225,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8486,9 +8242,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8506,9 +8261,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8524,9 +8278,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8544,9 +8297,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8586,9 +8338,8 @@ export interface operations {
             /** @description Accepted: kept, or dropped when the last kept position is less than a second old */
             204: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8596,9 +8347,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8616,9 +8366,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8634,9 +8383,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8652,9 +8400,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8670,9 +8417,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8690,9 +8436,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8708,9 +8453,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8728,9 +8472,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8763,9 +8506,8 @@ export interface operations {
             /** @description Open jobs, nearest first */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8847,9 +8589,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8867,9 +8608,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8885,9 +8625,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8903,9 +8642,8 @@ export interface operations {
             /** @description `COURIER_OFFLINE`: Courier offline */
             409: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8923,9 +8661,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8941,9 +8678,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8961,9 +8697,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8990,9 +8725,8 @@ export interface operations {
             /** @description Your jobs */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9100,9 +8834,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9118,9 +8851,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9138,9 +8870,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9156,9 +8887,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9176,9 +8906,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9211,9 +8940,8 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9317,9 +9045,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9337,9 +9064,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9355,9 +9081,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9373,9 +9098,8 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9391,9 +9115,8 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed; `JOB_TAKEN`: Job taken; `TOO_MANY_JOBS`: Too many jobs; `COURIER_OFFLINE`: Courier offline */
             409: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9409,9 +9132,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9427,9 +9149,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9445,9 +9166,8 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9465,9 +9185,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9483,9 +9202,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9503,9 +9221,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9538,9 +9255,8 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9644,9 +9360,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9664,9 +9379,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9682,9 +9396,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9700,9 +9413,8 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9718,9 +9430,8 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9736,9 +9447,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9754,9 +9464,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9772,9 +9481,8 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9792,9 +9500,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9810,9 +9517,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9830,9 +9536,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9877,9 +9582,8 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9983,9 +9687,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10003,9 +9706,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10021,9 +9723,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10039,9 +9740,8 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10057,9 +9757,8 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10075,9 +9774,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10093,9 +9791,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10111,9 +9808,8 @@ export interface operations {
             /** @description `WRONG_CODE`: Wrong code */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10129,9 +9825,8 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10149,9 +9844,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10167,9 +9861,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10187,9 +9880,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10234,9 +9926,8 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10340,9 +10031,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10360,9 +10050,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10378,9 +10067,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10396,9 +10084,8 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10414,9 +10101,8 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10432,9 +10118,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10450,9 +10135,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10468,9 +10152,8 @@ export interface operations {
             /** @description `WRONG_CODE`: Wrong code */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10486,9 +10169,8 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10506,9 +10188,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10524,9 +10205,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10544,9 +10224,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10596,9 +10275,8 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10702,9 +10380,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10722,9 +10399,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10740,9 +10416,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10758,9 +10433,8 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10776,9 +10450,8 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10794,9 +10467,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10812,9 +10484,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10830,9 +10501,8 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10850,9 +10520,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10868,9 +10537,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10888,9 +10556,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10935,9 +10602,8 @@ export interface operations {
             /** @description The job after the move */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11041,9 +10707,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11061,9 +10726,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11079,9 +10743,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11097,9 +10760,8 @@ export interface operations {
             /** @description `TRANSFER_NOT_FOUND`: Transfer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11115,9 +10777,8 @@ export interface operations {
             /** @description `TRANSITION_NOT_ALLOWED`: Transition not allowed */
             409: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11133,9 +10794,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11151,9 +10811,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11169,9 +10828,8 @@ export interface operations {
             /** @description `WRONG_CODE`: Wrong code */
             422: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11187,9 +10845,8 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11207,9 +10864,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11225,9 +10881,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11245,9 +10900,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11274,9 +10928,8 @@ export interface operations {
             /** @description Your open offers, oldest first */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11389,9 +11042,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11407,9 +11059,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11427,9 +11078,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11445,9 +11095,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11465,9 +11114,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11494,9 +11142,8 @@ export interface operations {
             /** @description The event stream */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11513,9 +11160,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11531,9 +11177,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11551,9 +11196,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11569,9 +11213,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11589,9 +11232,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11624,9 +11266,8 @@ export interface operations {
             /** @description The job, now yours */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11730,9 +11371,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11750,9 +11390,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11768,9 +11407,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11786,9 +11424,8 @@ export interface operations {
             /** @description `OFFER_NOT_FOUND`: Offer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11804,9 +11441,8 @@ export interface operations {
             /** @description `OFFER_EXPIRED`: Offer expired; `TOO_MANY_JOBS`: Too many jobs; `COURIER_OFFLINE`: Courier offline */
             409: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11822,9 +11458,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11840,9 +11475,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11858,9 +11492,8 @@ export interface operations {
             /** @description `JOB_LOCKED`: Job locked */
             423: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11878,9 +11511,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11896,9 +11528,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11916,9 +11547,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11951,9 +11581,8 @@ export interface operations {
             /** @description The offer, now declined */
             200: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12062,9 +11691,8 @@ export interface operations {
             /** @description `VALIDATION_FAILED`: Request validation failed */
             400: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12082,9 +11710,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 6750 challenge: Bearer realm="merchant-delivery", with error="invalid_token" and error_description when a token was sent */
                     "www-authenticate"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12100,9 +11727,8 @@ export interface operations {
             /** @description `WRONG_ACTOR`: Wrong kind of actor */
             403: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12118,9 +11744,8 @@ export interface operations {
             /** @description `OFFER_NOT_FOUND`: Offer not found */
             404: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12136,9 +11761,8 @@ export interface operations {
             /** @description `OFFER_EXPIRED`: Offer expired */
             409: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12154,9 +11778,8 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: Request body too large */
             413: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12172,9 +11795,8 @@ export interface operations {
             /** @description `UNSUPPORTED_MEDIA_TYPE`: Unsupported media type */
             415: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12192,9 +11814,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12210,9 +11831,8 @@ export interface operations {
             /** @description `INTERNAL_ERROR`: Internal error */
             500: {
                 headers: {
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12230,9 +11850,8 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: string;
-                    "ratelimit-limit": components["headers"]["RateLimit-Limit"];
-                    "ratelimit-remaining": components["headers"]["RateLimit-Remaining"];
-                    "ratelimit-reset": components["headers"]["RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
