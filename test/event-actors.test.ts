@@ -4,14 +4,14 @@ import { test } from 'node:test';
 import { describeEachStore, type Merchant, type TestApp } from './helpers/app.ts';
 import { mds } from './helpers/cli.ts';
 import { paidTransfer, setup } from './helpers/flow.ts';
-import { createOperator, WebClient } from './helpers/people.ts';
+import { createMerchantUser, createOperator, WebClient } from './helpers/people.ts';
 import { startReceiver } from './helpers/receiver.ts';
 
 /**
  * Events caused by people name the person (actor.id and actor.name): a courier by id and first name
- * only, an operator by person id and display name, the CLI as "cli:<machine user>" / "cli (<machine user>)".
- * The same event document is the timeline entry and the webhook payload; merchants and the system stay
- * { type } alone.
+ * only, an operator by person id and display name, the CLI as "cli:<machine user>" / "cli (<machine user>)",
+ * a merchant's user in the dashboard by person id and name. The same event document is the timeline entry
+ * and the webhook payload; a merchant's API calls and the system stay { type } alone.
  */
 
 const timeline = async (t: TestApp, m: Merchant, id: string) => {
@@ -23,7 +23,7 @@ const timeline = async (t: TestApp, m: Merchant, id: string) => {
 describeEachStore(
   'events name the people who caused them',
   (ctx) => {
-    test("a courier move, an operator cancel from the console and a CLI cancel each name their person, in GET /transfer/{id}/events and in the webhook payload; never a courier's last name", async () => {
+    test("a courier move, an operator cancel from the console, a CLI cancel and a merchant's user in the dashboard each name their person, in GET /transfer/{id}/events and in the webhook payload; never a courier's last name", async () => {
       const t = ctx();
       const rx = await startReceiver();
       try {
@@ -53,6 +53,34 @@ describeEachStore(
         assert.equal(cli.code, 0, cli.stderr);
         const user = userInfo().username;
 
+        // A merchant's user quotes, pays and cancels in the dashboard.
+        const anna = await createMerchantUser(t.app, { merchantId: m.merchantId, role: 'admin', name: 'Anna Shopkeeper' });
+        const shop = new WebClient(t.app);
+        await shop.login(anna.email, anna.password);
+        await shop.get('/dashboard/deliveries/new');
+        const step1 = await shop.post('/dashboard/deliveries/new', {
+          warehouseId: w.id,
+          address: 'Destination 5',
+          lat: '0',
+          lng: '0.1',
+          parcelSize: 'SMALL',
+          deliveryType: 'DOOR_TO_DOOR',
+        });
+        assert.equal(step1.statusCode, 303, step1.body.slice(0, 300));
+        await shop.get(String(step1.headers.location));
+        const paid = await shop.post(String(step1.headers.location), {
+          productKey: 'standard',
+          firstName: 'Boris',
+          lastName: 'Reader',
+          phone: '+7 900 000-00-02',
+          description: 'A book',
+        });
+        assert.equal(paid.statusCode, 303, paid.body.slice(0, 300));
+        const byDashboard = String(paid.headers.location).split('/').pop() as string;
+        await shop.get(`/dashboard/deliveries/${byDashboard}`);
+        const cancelled = await shop.post(`/dashboard/deliveries/${byDashboard}/cancel`, { reason: 'CUSTOMER_REQUESTED' });
+        assert.equal(cancelled.statusCode, 303, cancelled.body.slice(0, 300));
+
         const merchant = { type: 'merchant' };
         const ivan = { type: 'courier', id: courier.courierId, name: 'Ivan' };
         const actors = async (id: string) => (await timeline(t, m, id)).map((e) => [e.type, e.actor]);
@@ -72,9 +100,20 @@ describeEachStore(
           ['transfer.created', merchant],
           ['transfer.cancelled', { type: 'operator', id: `cli:${user}`, name: `cli (${user})` }],
         ]);
+        const annaActor = { type: 'merchant', id: anna.id, name: 'Anna Shopkeeper' };
+        assert.deepEqual(await actors(byDashboard), [
+          ['quote.created', annaActor],
+          ['transfer.created', annaActor],
+          ['transfer.cancelled', annaActor],
+        ]);
 
         // Webhooks carry the same documents: every event, whole, as its payload's data.
-        const events = [...(await timeline(t, m, moved.id)), ...(await timeline(t, m, byConsole.id)), ...(await timeline(t, m, byCli.id))];
+        const events = [
+          ...(await timeline(t, m, moved.id)),
+          ...(await timeline(t, m, byConsole.id)),
+          ...(await timeline(t, m, byCli.id)),
+          ...(await timeline(t, m, byDashboard)),
+        ];
         assert.equal(await t.services.webhookDelivery.runOnce(), events.length);
         await rx.waitFor(events.length);
         const byId = new Map(rx.received.map((r) => [r.json.data.id, r.json]));

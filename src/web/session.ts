@@ -99,8 +99,13 @@ export function requirePerson<K extends PersonKind>(kind: K, roles?: readonly Ro
 }
 
 /** The merchant person of a request that went through requirePerson('merchant'). */
-export function merchantOf(request: FastifyRequest): Extract<Person, { kind: 'merchant' }> {
+export function merchantOf(request: FastifyRequest): MerchantUser {
   const p = request.person;
   if (p?.kind !== 'merchant') throw new AppError('FORBIDDEN', 'This page is for merchant users');
   return p;
 }
+
+export type MerchantUser = Extract<Person, { kind: 'merchant' }>;
+
+/** A merchant's user as the events they cause name them (actor.id, actor.name). */
+export const personOf = (me: MerchantUser): { id: string; name: string } => ({ id: me.id, name: me.name });

@@ -23,13 +23,13 @@ const eventProperties = {
       id: Type.Optional(
         Type.String({
           description:
-            "Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system",
+            "Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system",
         }),
       ),
       name: Type.Optional(
         Type.String({
           description:
-            'Events caused by people: a courier\'s first name (never more), an operator\'s display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept',
+            "Events caused by people: a courier's first name (never more), an operator's display name (\"cli (<machine user>)\" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept",
         }),
       ),
     },
@@ -95,6 +95,12 @@ export const EVENT_EXAMPLES: Event[] = [
   },
 ];
 
+/** A merchant's user acting in the dashboard: the events they cause keep their id and display name (actor.id, actor.name). */
+export interface MerchantPerson {
+  id: string;
+  name: string;
+}
+
 export function toEvent(row: {
   id: string;
   type: string;
@@ -108,7 +114,8 @@ export function toEvent(row: {
   actor_name?: string | null;
   data: string;
 }): Event {
-  const person = row.actor_type === 'courier' || row.actor_type === 'operator';
+  // People: couriers and operators, and a merchant's users in the dashboard (a merchant's API calls keep no actor_id).
+  const person = row.actor_type === 'courier' || row.actor_type === 'operator' || row.actor_type === 'merchant';
   return {
     id: row.id,
     type: row.type as Event['type'],

@@ -7,6 +7,7 @@ import { newId } from '../../lib/ids.ts';
 import { quoteEstimates } from '../eta/estimates.ts';
 import type { TravelTimeModel } from '../eta/model.ts';
 import { eventsRepository, type NewEvent } from '../events/repository.ts';
+import type { MerchantPerson } from '../events/schemas.ts';
 import { eventInserted, published } from '../outbox/outbox.ts';
 import { distanceMetres, type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
@@ -121,13 +122,16 @@ export class QuotesService {
     };
   }
 
-  /** Prices every product from the merchant's ACTIVE warehouse to the destination and stores a pending quote with those prices frozen. */
-  async create(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>): Promise<Quote> {
-    if (this.#dialect === 'postgres') return this.#createOnPostgres(merchantId, req, record);
+  /**
+   * Prices every product from the merchant's ACTIVE warehouse to the destination and stores a pending
+   * quote with those prices frozen; `person` is the merchant's user who asked in the dashboard (the event names them).
+   */
+  async create(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>, person?: MerchantPerson): Promise<Quote> {
+    if (this.#dialect === 'postgres') return this.#createOnPostgres(merchantId, req, record, person);
     // One read for the warehouse, the tariff version in force and the endpoints that take the event.
     const context = await quotesRepository.context(this.#db, merchantId, req.warehouseId);
     if (!context) throw new AppError('WAREHOUSE_NOT_FOUND', `No warehouse ${req.warehouseId}`);
-    const { row, quote, event, endpointIds } = await this.#plan(merchantId, context, req);
+    const { row, quote, event, endpointIds } = await this.#plan(merchantId, context, req, person);
     // The quote and its quote.created event (sequence 1 of the transfer it announces) commit together.
     return inTransaction(
       this.#db,
@@ -148,7 +152,7 @@ export class QuotesService {
    * context is read again and the quote priced again. A refusal (disabled, out of range) is only ever
    * given from a fresh read. With an Idempotency-Key the statement shares a transaction with the key's outcome.
    */
-  async #createOnPostgres(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>): Promise<Quote> {
+  async #createOnPostgres(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>, person?: MerchantPerson): Promise<Quote> {
     const key = `${merchantId} ${req.warehouseId}`;
     let remembered = this.#contexts.get(key);
     for (let attempt = 1; ; attempt++) {
@@ -157,7 +161,7 @@ export class QuotesService {
       if (!remembered) this.#remember(key, context);
       let plan: QuotePlan | undefined;
       try {
-        plan = await this.#plan(merchantId, context, req);
+        plan = await this.#plan(merchantId, context, req, person);
       } catch (err) {
         if (!remembered || !(err instanceof AppError)) throw err;
       }
@@ -204,7 +208,7 @@ export class QuotesService {
    * The quote priced from its context: the row, its public form, its quote.created event and the
    * endpoints that take it. Throws the refusal for a disabled warehouse or a destination out of range.
    */
-  async #plan(merchantId: string, context: QuoteContext, req: QuoteRequest): Promise<QuotePlan> {
+  async #plan(merchantId: string, context: QuoteContext, req: QuoteRequest, person?: MerchantPerson): Promise<QuotePlan> {
     const { warehouse } = context;
     if (warehouse.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${warehouse.id} is DISABLED and cannot be quoted from`);
     const request: StoredRequest = { ...req, isFragile: req.isFragile ?? false, isPerishable: req.isPerishable ?? false };
@@ -273,8 +277,8 @@ export class QuotesService {
       type: 'quote.created',
       state: null,
       actor_type: 'merchant',
-      actor_id: null,
-      actor_name: null,
+      actor_id: person?.id ?? null,
+      actor_name: person?.name ?? null,
       data: JSON.stringify({ quoteId: row.id, warehouseId: row.warehouse_id, expiresAt: quote.expiresAt }),
       occurred_at: now,
     };

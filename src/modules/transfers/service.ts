@@ -15,7 +15,7 @@ import { type AuditService, actorLabel, checkReason, type OperatorActor, actorId
 import { type Estimates, transferEstimates } from '../eta/estimates.ts';
 import type { Point, TravelTimeModel } from '../eta/model.ts';
 import { eventsRepository, type NewEvent } from '../events/repository.ts';
-import { type Event, toEvent } from '../events/schemas.ts';
+import { type Event, type MerchantPerson, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { appendEvent, published } from '../outbox/outbox.ts';
 import { type ConsumedQuote, type QuoteRow, quotesRepository } from '../quotes/repository.ts';
@@ -71,6 +71,8 @@ export interface Actor {
   courier?: { id: string | null; firstName: string };
   /** The operator (console or CLI): the event names them and the change is audited in its transaction. */
   operator?: OperatorActor;
+  /** A merchant's user acting in the dashboard (a merchant actor): the event names them. The API's callers are programs and stay unnamed. */
+  person?: MerchantPerson;
 }
 
 export interface TransitionRequest {
@@ -183,10 +185,11 @@ export class TransfersService {
    * One transaction: consume the pending quote, debit the balance with a ledger entry, create the
    * transfer. Any refusal throws, which rolls back everything, so a refused request changes nothing.
    */
-  async create(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>): Promise<Transfer> {
+  /** A paid transfer from a quote; `person` is the merchant's user who asked for it in the dashboard (the event names them). */
+  async create(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>, person?: MerchantPerson): Promise<Transfer> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return this.#toTransfer(await this.#create(merchantId, req, record));
+        return this.#toTransfer(await this.#create(merchantId, req, record, person));
       } catch (err) {
         // 40 random bits keep codes short, so two can collide (likely somewhere in a few million
         // transfers): draw a new one. The transaction rolled back, so nothing is half-done.
@@ -195,8 +198,8 @@ export class TransfersService {
     }
   }
 
-  async #create(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>): Promise<TransferRow> {
-    if (this.#opts.dialect === 'postgres') return this.#createOnPostgres(merchantId, req, record);
+  async #create(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>, person?: MerchantPerson): Promise<TransferRow> {
+    if (this.#opts.dialect === 'postgres') return this.#createOnPostgres(merchantId, req, record, person);
     return inTransaction(
       this.#db,
       async (trx) => {
@@ -206,7 +209,7 @@ export class TransfersService {
         // The same statement reads the warehouse's status and the merchant's name, mode and balance.
         const quote = await quotesRepository.consumeForTransfer(trx, merchantId, req.matchmakingId, now);
         if (!quote) throw await this.#whyNotConsumable(trx, merchantId, req.matchmakingId, now);
-        const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, quote, req, now);
+        const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, quote, req, now, person);
         await transfersRepository.insert(trx, transfer);
         await appendEvent(trx, event);
         // The balance row is the one row all of a merchant's transfers share: lock it last, so it is held
@@ -226,13 +229,13 @@ export class TransfersService {
    * rest only if both happened (transfersRepository.createOnPostgres). Without an Idempotency-Key that
    * statement commits by itself; with one, it shares a transaction with the key's outcome.
    */
-  async #createOnPostgres(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>): Promise<TransferRow> {
+  async #createOnPostgres(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>, person?: MerchantPerson): Promise<TransferRow> {
     const now = this.#clock.now();
     const found = await quotesRepository.forTransfer(this.#db, merchantId, req.matchmakingId);
     if (found?.quote.status !== 'pending' || found.quote.expires_at <= now) {
       throw await this.#whyNotConsumable(this.#db, merchantId, req.matchmakingId, now);
     }
-    const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, found.quote, req, now);
+    const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, found.quote, req, now, person);
     const endpointIds = endpointsTaking(found.endpoints, event.type);
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
     const write = async (trx?: Transaction<DB>) => {
@@ -259,7 +262,7 @@ export class TransfersService {
    * transfer.created event, the price, the ledger entry (none for a free product) and the refusal for
    * a balance that does not cover the price. Throws the refusal for a product or warehouse that cannot be used.
    */
-  #plan(merchantId: string, quote: ConsumedQuote, req: TransferRequest, now: number) {
+  #plan(merchantId: string, quote: ConsumedQuote, req: TransferRequest, now: number, person?: MerchantPerson) {
     const products = JSON.parse(quote.products) as Record<string, PricedProduct>;
     const product = Object.hasOwn(products, req.productKey) ? products[req.productKey] : undefined;
     if (!product) {
@@ -280,8 +283,8 @@ export class TransfersService {
       type: 'transfer.created',
       state: 'inProgress',
       actor_type: 'merchant',
-      actor_id: null,
-      actor_name: null,
+      actor_id: person?.id ?? null,
+      actor_name: person?.name ?? null,
       data: JSON.stringify({
         totalPrice: minorToNumber(transfer.total_amount),
         currency: transfer.currency,
@@ -541,10 +544,10 @@ export class TransfersService {
   }
 
   /** The merchant cancels: a full refund before a courier accepted, the price less the cancellation fee after; refused after pickup. */
-  async cancel(merchantId: string, id: string, req: CancelRequest, record?: RecordOutcome<Transfer>): Promise<Transfer> {
-    return this.#applied(
-      await this.transition(id, { to: 'cancelled', actor: { type: 'merchant', merchantId }, reason: req.reason, comment: req.comment, record }),
-    );
+  /** The merchant cancels (through the API, or its user `person` in the dashboard, whom the event names). */
+  async cancel(merchantId: string, id: string, req: CancelRequest, record?: RecordOutcome<Transfer>, person?: MerchantPerson): Promise<Transfer> {
+    const actor: Actor = { type: 'merchant', merchantId, ...(person ? { person } : {}) };
+    return this.#applied(await this.transition(id, { to: 'cancelled', actor, reason: req.reason, comment: req.comment, record }));
   }
 
   /** Support cancels any transfer that has not ended, with a full refund; an operator event naming them, and an audit entry. */
@@ -839,6 +842,7 @@ function eventActor(actor: Actor, row: TransferRow): { actor_id: string | null; 
     return { actor_id: operatorActorId(op), actor_name: op.kind === 'cli' ? actorLabel(op) : op.name };
   }
   if (actor.type === 'courier' && actor.courier?.id) return { actor_id: actor.courier.id, actor_name: actor.courier.firstName || row.courier_name || null };
+  if (actor.type === 'merchant' && actor.person) return { actor_id: actor.person.id, actor_name: actor.person.name };
   return { actor_id: null, actor_name: null };
 }
 

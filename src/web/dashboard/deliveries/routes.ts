@@ -11,7 +11,7 @@ import { CANCELLATION_REASONS, DELIVERY_FAILURE_REASONS, nextStates } from '../.
 import { type Transfer, TransferRequest } from '../../../modules/transfers/schemas.ts';
 import { field, queryParam } from '../../forms.ts';
 import { redirectWithFlash, render } from '../../render.ts';
-import { merchantOf, requirePerson } from '../../session.ts';
+import { type MerchantUser, merchantOf, personOf, requirePerson } from '../../session.ts';
 import { CANCELLATION_REASON_LABELS, dateStart, EVENT_LABELS, money, refusalMessage, STATE_LABELS, STATE_TONE, type TimeView, timeView } from '../format.ts';
 
 /**
@@ -267,7 +267,7 @@ export async function deliveriesPages(app: FastifyInstance): Promise<void> {
           '/deliveryType': 'Delivery type',
         });
       }
-      const quote = await s.quotes.create(me.merchantId, checked.value);
+      const quote = await s.quotes.create(me.merchantId, checked.value, undefined, personOf(me));
       return reply.redirect(`/dashboard/deliveries/new/${quote.id}`, 303);
     } catch (err) {
       const message = refusalMessage(err);
@@ -363,8 +363,8 @@ export async function deliveriesPages(app: FastifyInstance): Promise<void> {
           '/recipientInfo': 'Recipient',
         });
       }
-      if (!key) return await payOnce(request, reply, me.merchantId, checked.value);
-      return await payIdempotent(request, reply, me.merchantId, key, checked.value);
+      if (!key) return await payOnce(request, reply, me, checked.value);
+      return await payIdempotent(request, reply, me, key, checked.value);
     } catch (err) {
       const message = refusalMessage(err);
       if (err instanceof AppError && (err.code === 'QUOTE_ALREADY_USED' || err.code === 'QUOTE_EXPIRED' || err.code === 'QUOTE_NOT_FOUND')) {
@@ -382,8 +382,8 @@ export async function deliveriesPages(app: FastifyInstance): Promise<void> {
     }
   });
 
-  async function payOnce(_request: FastifyRequest, reply: FastifyReply, merchantId: string, body: TransferRequest) {
-    const t = await s.transfers.create(merchantId, body);
+  async function payOnce(_request: FastifyRequest, reply: FastifyReply, me: MerchantUser, body: TransferRequest) {
+    const t = await s.transfers.create(me.merchantId, body, undefined, personOf(me));
     return redirectWithFlash(reply, `/dashboard/deliveries/${t.id}`, `Delivery created and paid: ${money(t.totalPrice, t.currency)}.`);
   }
 
@@ -392,7 +392,8 @@ export async function deliveriesPages(app: FastifyInstance): Promise<void> {
    * the first submission pays and records "303 to the delivery" in the same transaction; a repeat
    * (or one that arrives while the first still runs) waits for that outcome and gets the same redirect.
    */
-  async function payIdempotent(request: FastifyRequest, reply: FastifyReply, merchantId: string, key: string, body: TransferRequest) {
+  async function payIdempotent(request: FastifyRequest, reply: FastifyReply, me: MerchantUser, key: string, body: TransferRequest) {
+    const { merchantId } = me;
     const fingerprint = sha256(`POST /dashboard/deliveries/new\n${stableStringify(body)}`);
     for (let attempt = 0; ; attempt++) {
       let begun: Awaited<ReturnType<typeof s.idempotency.begin>>;
@@ -411,8 +412,12 @@ export async function deliveriesPages(app: FastifyInstance): Promise<void> {
         return redirectWithFlash(reply, location, 'This delivery was already paid.');
       }
       try {
-        const t = await s.transfers.create(merchantId, body, (trx, created) =>
-          s.idempotency.complete(merchantId, key, { status: 303, headers: { location: `/dashboard/deliveries/${created.id}` }, body: '' }, trx),
+        const t = await s.transfers.create(
+          merchantId,
+          body,
+          (trx, created) =>
+            s.idempotency.complete(merchantId, key, { status: 303, headers: { location: `/dashboard/deliveries/${created.id}` }, body: '' }, trx),
+          personOf(me),
         );
         return redirectWithFlash(reply, `/dashboard/deliveries/${t.id}`, `Delivery created and paid: ${money(t.totalPrice, t.currency)}.`);
       } catch (err) {
@@ -514,7 +519,7 @@ export async function deliveriesPages(app: FastifyInstance): Promise<void> {
     try {
       if (!(CANCELLATION_REASONS as readonly string[]).includes(reason)) throw new AppError('VALIDATION_FAILED', 'Choose a reason for cancelling');
       if (comment.length > 500) throw new AppError('VALIDATION_FAILED', 'The comment can be at most 500 characters');
-      const t = await s.transfers.cancel(me.merchantId, id, { reason: reason as never, ...(comment ? { comment } : {}) });
+      const t = await s.transfers.cancel(me.merchantId, id, { reason: reason as never, ...(comment ? { comment } : {}) }, undefined, personOf(me));
       return redirectWithFlash(
         reply,
         `/dashboard/deliveries/${id}`,
