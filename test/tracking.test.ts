@@ -75,6 +75,16 @@ describeEachStore('tracking page', (ctx) => {
     const missingJson = await t.request({ method: 'GET', url: '/track/doesNotExist123', headers: { accept: 'application/json' } });
     assert.equal(missingJson.statusCode, 404);
     assert.equal(missingJson.json().type, 'TRACKING_CODE_NOT_FOUND');
+    // A code no transfer could have (a mistyped link, a truncated one with a dot, far too long) is as unknown: the same 404 page, not a 400.
+    for (const code of ['abc.def', 'x'.repeat(100), '%C3%A9t%C3%A9']) {
+      const page = await t.request({ method: 'GET', url: `/track/${code}`, headers: { accept: 'text/html' } });
+      assert.equal(page.statusCode, 404, code);
+      assert.equal(page.headers['content-type'], 'text/html; charset=utf-8');
+      assert.equal(page.body.replace(/nonce="[^"]+"/g, ''), missing.body.replace(/nonce="[^"]+"/g, ''));
+      const json = await t.request({ method: 'GET', url: `/track/${code}`, headers: { accept: 'application/json' } });
+      assert.equal(json.statusCode, 404, code);
+      assert.equal(json.json().type, 'TRACKING_CODE_NOT_FOUND');
+    }
   });
 
   test('PUBLIC_BASE_URL makes trackingUrl absolute', async () => {

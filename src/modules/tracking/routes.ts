@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors.ts';
-import { errorResponses, problemResponses } from '../../lib/schemas.ts';
+import { problemResponses } from '../../lib/schemas.ts';
 import { notFoundPage, trackingCsp, trackingPage } from './page.ts';
 import { TRACKING_EXAMPLE, TrackingParams, TrackingView } from './schemas.ts';
 
@@ -47,12 +47,6 @@ export async function trackingRoutes(fastify: FastifyInstance): Promise<void> {
             content: { 'application/json': { schema: TrackingView, example: TRACKING_EXAMPLE }, ...html },
           },
           ...notFound,
-          ...errorResponses(['VALIDATION_FAILED'], {
-            VALIDATION_FAILED: {
-              detail: 'Path parameter failed validation: /trackingCode must match pattern "^[A-Za-z0-9_-]{1,64}$"',
-              extra: { errors: [{ path: '/trackingCode', message: 'must match pattern "^[A-Za-z0-9_-]{1,64}$"' }] },
-            },
-          }),
         },
       },
     },

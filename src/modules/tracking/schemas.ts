@@ -64,7 +64,8 @@ export const TRACKING_EXAMPLE: TrackingView = {
 
 export const TrackingParams = Type.Object(
   {
-    trackingCode: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The trackingCode of the transfer', examples: [TRACKING_EXAMPLE.trackingCode] }),
+    // No pattern: a malformed code is an unknown code, answered with the same 404 page (TrackingService.view).
+    trackingCode: Type.String({ description: 'The trackingCode of the transfer', examples: [TRACKING_EXAMPLE.trackingCode] }),
   },
   { additionalProperties: false },
 );

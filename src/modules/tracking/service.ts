@@ -23,6 +23,9 @@ function timelineLabel(type: string, courier: string | null): string {
 /** States in which the courier's position is shown (the parcel, or the courier for it, is moving). */
 const MOVING: TransferState[] = ['courierAssigned', 'pickedUp', 'returning'];
 
+/** What a tracking code can look like (newTrackingCode's base64url, with room to grow). */
+const TRACKING_CODE = /^[A-Za-z0-9_-]{1,64}$/;
+
 /** The public tracking page's data: found by the unguessable tracking code, reduced to what a recipient may see. */
 export class TrackingService {
   readonly #db: Kysely<DB>;
@@ -37,6 +40,8 @@ export class TrackingService {
   }
 
   async view(trackingCode: string): Promise<TrackingView> {
+    // A code no transfer could have (another alphabet, too long) is as unknown as any other: the same 404, no query.
+    if (!TRACKING_CODE.test(trackingCode)) throw new AppError('TRACKING_CODE_NOT_FOUND', 'No delivery with this tracking code');
     const t = await this.#db
       .selectFrom('transfers')
       .innerJoin('merchants', 'merchants.id', 'transfers.merchant_id')

@@ -1002,9 +1002,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             /** @description Details of the event (see its type); previousState on every state change */
@@ -1221,9 +1221,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             data: components["schemas"]["QuoteCreatedData"];
@@ -1467,9 +1467,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             data: components["schemas"]["TransferCancelledData"];
@@ -1522,9 +1522,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             data: components["schemas"]["TransferCourierAssignedData"];
@@ -1573,9 +1573,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             data: components["schemas"]["TransferCourierReleasedData"];
@@ -1628,9 +1628,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             data: components["schemas"]["TransferCreatedData"];
@@ -1679,9 +1679,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             data: components["schemas"]["TransferDeliveredData"];
@@ -1732,9 +1732,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             data: components["schemas"]["TransferDeliveryFailedData"];
@@ -1783,9 +1783,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             data: components["schemas"]["TransferPickedUpData"];
@@ -1852,9 +1852,9 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, or the operator's (cli:<machine user> for the command line). Absent for merchants and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
-                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line). Absent for merchants, the system and events written before names were kept */
+                /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
             };
             data: components["schemas"]["TransferReturnedData"];
@@ -2569,23 +2569,6 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description `VALIDATION_FAILED`: Request validation failed */
-            400: {
-                headers: {
-                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
-                    ratelimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /**
-                         * @description Stable error type identifier; clients branch on it, never on `detail`
-                         * @enum {string}
-                         */
-                        type?: "VALIDATION_FAILED";
-                    };
-                };
-            };
             /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
@@ -2655,42 +2638,6 @@ export interface operations {
                          * @enum {string}
                          */
                         type?: "RATE_LIMITED";
-                    };
-                };
-            };
-            /** @description `INTERNAL_ERROR`: Internal error */
-            500: {
-                headers: {
-                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
-                    ratelimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /**
-                         * @description Stable error type identifier; clients branch on it, never on `detail`
-                         * @enum {string}
-                         */
-                        type?: "INTERNAL_ERROR";
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "retry-after"?: string;
-                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
-                    ratelimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /**
-                         * @description Stable error type identifier; clients branch on it, never on `detail`
-                         * @enum {string}
-                         */
-                        type?: "SERVICE_UNAVAILABLE";
                     };
                 };
             };
