@@ -268,7 +268,8 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitRedisPrefix: str('RATE_LIMIT_REDIS_PREFIX', 'mds:ratelimit:'),
     sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 30, 1, 1440),
     sessionAbsoluteHours: int('SESSION_ABSOLUTE_HOURS', 12, 1, 720),
-    sessionCookieSecure: bool('SESSION_COOKIE_SECURE', nodeEnv === 'production'),
+    // Secure outside development (and the tests' plain-HTTP injections): a staging or any other NODE_ENV gets it too.
+    sessionCookieSecure: bool('SESSION_COOKIE_SECURE', nodeEnv !== 'development' && nodeEnv !== 'test'),
     loginFailuresPerAccount: int('LOGIN_FAILURES_PER_ACCOUNT', 5, 1, 1000),
     loginFailuresPerAddress: int('LOGIN_FAILURES_PER_ADDRESS', 30, 1, 100_000),
     loginFailureWindowSeconds: int('LOGIN_FAILURE_WINDOW_SECONDS', 900, 1, 86_400),

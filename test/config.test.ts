@@ -26,6 +26,17 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ DATABASE_LOCK_TIMEOUT_MS: '-1' }), /DATABASE_LOCK_TIMEOUT_MS must be a whole number from 0 to 3600000/);
   });
 
+  test('the session cookie is Secure outside development: by default with any NODE_ENV but development (the default) and test', () => {
+    const secure = (env: Record<string, string>) =>
+      loadConfig({ TOKEN_SIGNING_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64url')}`, ...env }).sessionCookieSecure;
+    assert.deepEqual(
+      [secure({}), secure({ NODE_ENV: 'development' }), secure({ NODE_ENV: 'test' }), secure({ NODE_ENV: 'production' }), secure({ NODE_ENV: 'staging' })],
+      [false, false, false, true, true],
+    );
+    assert.equal(secure({ NODE_ENV: 'staging', SESSION_COOKIE_SECURE: 'false' }), false);
+    assert.equal(secure({ SESSION_COOKIE_SECURE: 'true' }), true);
+  });
+
   test('production requires explicit signing keys', () => {
     assert.throws(
       () => loadConfig({ NODE_ENV: 'production' }),
