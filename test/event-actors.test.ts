@@ -80,6 +80,9 @@ describeEachStore(
         await shop.get(`/dashboard/deliveries/${byDashboard}`);
         const cancelled = await shop.post(`/dashboard/deliveries/${byDashboard}/cancel`, { reason: 'CUSTOMER_REQUESTED' });
         assert.equal(cancelled.statusCode, 303, cancelled.body.slice(0, 300));
+        // The pages name her too: the merchant's timeline, and the operator's.
+        assert.match((await shop.get(`/dashboard/deliveries/${byDashboard}`)).body, /<span class="hint">by Anna Shopkeeper<\/span>/);
+        assert.match((await web.get(`/ops/transfers/${byDashboard}`)).body, /Merchant \(Anna Shopkeeper, in the dashboard\)/);
 
         const merchant = { type: 'merchant' };
         const ivan = { type: 'courier', id: courier.courierId, name: 'Ivan' };

@@ -152,7 +152,7 @@ export async function opsTransfersPages(app: FastifyInstance): Promise<void> {
           ? // The name kept with the event (older events: the current holder's, on its assignment).
             `Courier${e.actor.name ? ` ${e.actor.name}` : t.courier && e.type === 'transfer.courier_assigned' ? ` ${t.courier.firstName}` : ''}`
           : e.actor.type === 'merchant'
-            ? 'Merchant'
+            ? `Merchant${e.actor.name ? ` (${e.actor.name}, in the dashboard)` : ''}`
             : 'System';
     const lock = await s.couriers.lockStateOf(id);
     // Assigning names a courier: its own form, not an advance.
