@@ -23,7 +23,7 @@ const eventProperties = {
       id: Type.Optional(
         Type.String({
           description:
-            "Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system",
+            "Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system",
         }),
       ),
       name: Type.Optional(

@@ -184,8 +184,8 @@ export class TransfersService {
   /**
    * One transaction: consume the pending quote, debit the balance with a ledger entry, create the
    * transfer. Any refusal throws, which rolls back everything, so a refused request changes nothing.
+   * `person` is the merchant's user who asked for it in the dashboard (its event names them).
    */
-  /** A paid transfer from a quote; `person` is the merchant's user who asked for it in the dashboard (the event names them). */
   async create(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>, person?: MerchantPerson): Promise<Transfer> {
     for (let attempt = 1; ; attempt++) {
       try {

@@ -1002,7 +1002,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
@@ -1221,7 +1221,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
@@ -1467,7 +1467,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
@@ -1522,7 +1522,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
@@ -1573,7 +1573,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
@@ -1628,7 +1628,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
@@ -1679,7 +1679,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
@@ -1732,7 +1732,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
@@ -1783,7 +1783,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
@@ -1852,7 +1852,7 @@ export interface components {
                  * @enum {string}
                  */
                 type: "merchant" | "courier" | "operator" | "system";
-                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or the merchant's user's who acted in the dashboard. Absent for the merchant's API calls and the system */
+                /** @description Events caused by people: the courier's id, the operator's (cli:<machine user> for the command line), or that of the merchant's user who acted in the dashboard. Absent for the merchant's API calls and the system */
                 id?: string;
                 /** @description Events caused by people: a courier's first name (never more), an operator's display name ("cli (<machine user>)" for the command line), a merchant's user's name. Absent for the merchant's API calls, the system and events written before names were kept */
                 name?: string;
