@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors.ts';
-import { problemResponses } from '../../lib/schemas.ts';
+import { errorResponses, problemResponses } from '../../lib/schemas.ts';
 import { notFoundPage, trackingCsp, trackingPage } from './page.ts';
 import { TRACKING_EXAMPLE, TrackingParams, TrackingView } from './schemas.ts';
 
@@ -47,6 +47,13 @@ export async function trackingRoutes(fastify: FastifyInstance): Promise<void> {
             content: { 'application/json': { schema: TrackingView, example: TRACKING_EXAMPLE }, ...html },
           },
           ...notFound,
+          // A malformed code is a 404 like an unknown one; only a URL the router cannot read is a 400.
+          ...errorResponses(['VALIDATION_FAILED'], {
+            VALIDATION_FAILED: {
+              detail: 'The URL is not valid (bad %-escape)',
+              extra: { errors: [{ path: '', message: 'The URL is not valid (bad %-escape)' }] },
+            },
+          }),
         },
       },
     },

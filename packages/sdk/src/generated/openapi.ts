@@ -2569,6 +2569,23 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /** @description `VALIDATION_FAILED`: Request validation failed */
+            400: {
+                headers: {
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "VALIDATION_FAILED";
+                    };
+                };
+            };
             /** @description `TRACKING_CODE_NOT_FOUND`: Tracking code not found; `ROUTE_NOT_FOUND`: No such endpoint */
             404: {
                 headers: {
@@ -2638,6 +2655,42 @@ export interface operations {
                          * @enum {string}
                          */
                         type?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description `INTERNAL_ERROR`: Internal error */
+            500: {
+                headers: {
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: string;
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description Stable error type identifier; clients branch on it, never on `detail`
+                         * @enum {string}
+                         */
+                        type?: "SERVICE_UNAVAILABLE";
                     };
                 };
             };
