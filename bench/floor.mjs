@@ -158,7 +158,8 @@ const shaped = (row) => ({
   createdAt: iso(row.created_at),
   updatedAt: iso(row.updated_at),
 });
-// A row's JSON in the API's shape, remembered while the row is unchanged (as the service does): the
+// A row's JSON in the API's shape, remembered while the row is unchanged (as the service does, though
+// the service compares every column and this only updated_at, which flatters the floor a little): the
 // first answer parses the metadata and builds the ISO times, the next ones send the same text.
 const shapedJson = new Map();
 function jsonOf(row) {

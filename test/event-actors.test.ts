@@ -82,6 +82,7 @@ describeEachStore(
         assert.equal(cancelled.statusCode, 303, cancelled.body.slice(0, 300));
         // The pages name her too: the merchant's timeline, and the operator's.
         assert.match((await shop.get(`/dashboard/deliveries/${byDashboard}`)).body, /<span class="hint">by Anna Shopkeeper<\/span>/);
+        assert.match((await shop.get(`/dashboard/deliveries/${byCli.id}`)).body, /Paid and created<\/span> <span class="hint">by the API<\/span>/);
         assert.match((await web.get(`/ops/transfers/${byDashboard}`)).body, /Merchant \(Anna Shopkeeper, in the dashboard\)/);
 
         const merchant = { type: 'merchant' };

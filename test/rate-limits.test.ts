@@ -186,6 +186,27 @@ describeEachStore(
       assert.deepEqual(limitHeaders(elsewhere), { policy: 'token-failures', limit: '5', window: '60', remaining: '5', reset: '60' });
     });
 
+    test("token endpoint: one client id's failures from an address are a quota of their own, and its 429 names that policy", async () => {
+      const t = ctx();
+      const m = await t.merchant('Guessed');
+      const attempt = (secret: string) =>
+        t.request({
+          method: 'POST',
+          url: '/auth/token',
+          remoteAddress: '198.51.100.50',
+          payload: { grant_type: 'client_credentials', client_id: m.clientId, client_secret: secret },
+        });
+      for (let i = 0; i < 3; i++) {
+        const wrong = await attempt('sk_wrong');
+        assert.equal(wrong.statusCode, 401);
+        assert.deepEqual(limitHeaders(wrong), { policy: 'token-failures', limit: '5', window: '60', remaining: String(4 - i), reset: '60' });
+      }
+      // The address still has failures left; this client id from it has none, even with the right secret.
+      const limited = await attempt(m.clientSecret);
+      assert.equal(limited.statusCode, 429);
+      assert.deepEqual(limitHeaders(limited), { policy: 'token-failures-client', limit: '3', window: '60', remaining: '0', reset: '60' });
+    });
+
     test('courier API: counted per courier; position updates have a bucket of their own, so other calls never use up their once-a-second budget', async () => {
       const t = ctx();
       const c = await t.courier('Olga', { lat: 0, lng: 0 }); // PUT /courier/status: 1 of 60
@@ -352,6 +373,20 @@ for (const store of STORES) {
       } finally {
         await redis.close();
         await memory.close();
+      }
+    });
+
+    test('with Redis down, requests are served unlimited and carry no RateLimit fields (nothing was counted)', async () => {
+      const t = await createTestApp(store, { ...LIMITS, REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_REDIS_PREFIX: `mds-test:${randomUUID()}:` });
+      try {
+        const m = await t.merchant('No Redis');
+        for (let i = 0; i < 4; i++) {
+          const res = await t.as(m, { method: 'GET', url: '/balance' });
+          assert.equal(res.statusCode, 200, res.body);
+          assert.deepEqual(limitHeaders(res), { policy: undefined, limit: undefined, window: undefined, remaining: undefined, reset: undefined });
+        }
+      } finally {
+        await t.close();
       }
     });
 

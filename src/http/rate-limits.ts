@@ -30,8 +30,8 @@ import { problemResponses } from '../lib/schemas.ts';
  * key, the limit and the store's callback each awaited), which cost ~3 KiB of garbage an answer, an
  * eighth of what a single-row read allocated (docs/benchmarks.md, "Tenth pass"). In memory nothing needs
  * to wait, so `countNow` increments the same store synchronously and answers exactly as the library
- * does: the same counts, the same 429 (test/rate-limits.test.ts runs each scope with and without
- * Redis). With Redis the library's hook counts, as before.
+ * does: the same counts, the same 429 (test/rate-limits.test.ts runs the merchant, courier and tracking
+ * scopes with and without Redis). With Redis the library's hook counts, as before.
  */
 
 export const WINDOW_MS = 60_000;
@@ -73,7 +73,7 @@ export interface TokenFailures {
 }
 
 /** The policies' names in the RateLimit fields: which count an answer reports. */
-export type Policy = 'merchant' | 'courier' | 'courier-location' | 'tracking' | 'token-failures';
+export type Policy = 'merchant' | 'courier' | 'courier-location' | 'tracking' | 'token-failures' | 'token-failures-client';
 
 const MAX_KEYS = 100_000;
 
@@ -124,12 +124,16 @@ function setHeaders(reply: FastifyReply, policy: Policy, limit: number, remainin
 
 const DRAFT_FIELDS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'] as const;
 
-/** The library's older-draft fields (its hook, with Redis) rewritten as setHeaders' two; none if it skipped counting. */
+/**
+ * The library's older-draft fields (its hook, with Redis) rewritten as setHeaders' two. When Redis
+ * failed (skipOnError) the library counted nothing and still sends a window that ends now (reset 0):
+ * then no fields at all, as when the limits are off, rather than a full quota that means nothing.
+ */
 function rewriteLibraryHeaders(reply: FastifyReply, policy: Policy, windowSeconds: number): void {
   const [limit, remaining, reset] = DRAFT_FIELDS.map((name) => reply.getHeader(name));
   if (limit === undefined) return;
   for (const name of DRAFT_FIELDS) reply.removeHeader(name);
-  setHeaders(reply, policy, Number(limit), Number(remaining), Number(reset), windowSeconds);
+  if (Number(reset) > 0) setHeaders(reply, policy, Number(limit), Number(remaining), Number(reset), windowSeconds);
 }
 
 function rateLimited(detail: string, retryAfter: number, extra?: Record<string, unknown>): AppError {
@@ -267,7 +271,8 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
       async checkClient(request, reply, clientId) {
         const c = await perClient(request, clientId, false);
         if (c.remaining === 0 && c.ttl > 0) {
-          setHeaders(reply, 'token-failures', c.max, 0, seconds(c.ttl), windowSeconds);
+          // This refusal is the client id's own count (from this address), a quota of its own: named apart.
+          setHeaders(reply, 'token-failures-client', c.max, 0, seconds(c.ttl), windowSeconds);
           throw rateLimited(`Too many failed token requests; retry in ${seconds(c.ttl)} s`, seconds(c.ttl), TOKEN_EXTRA);
         }
       },
@@ -288,7 +293,7 @@ export function documentRateLimit(scope: FastifyInstance, problemMediaType = 'ap
     'ratelimit-policy': {
       type: 'string',
       description:
-        'The quota counted (IETF draft-ietf-httpapi-ratelimit-headers, a structured field): the policy\'s name, q the requests its window allows, w the window in seconds, e.g. `"merchant";q=1200;w=60`. Policies: `merchant` (per merchant), `courier` and `courier-location` (per courier), `tracking` (per address), `token-failures` (failed token requests from the client\'s address)',
+        "The quota counted (IETF draft-ietf-httpapi-ratelimit-headers, a structured field): the policy's name, q the requests its window allows, w the window in seconds, e.g. `\"merchant\";q=1200;w=60`. Policies: `merchant` (per merchant), `courier` and `courier-location` (per courier), `tracking` (per address), `token-failures` (failed token requests from the client's address), `token-failures-client` (on the 429 for one client id's failures from that address)",
     },
     ratelimit: {
       type: 'string',

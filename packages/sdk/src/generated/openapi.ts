@@ -1920,7 +1920,7 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
-        /** @description The quota counted (IETF draft-ietf-httpapi-ratelimit-headers, a structured field): the policy's name, q the requests its window allows, w the window in seconds, e.g. `"merchant";q=1200;w=60`. Policies: `merchant` (per merchant), `courier` and `courier-location` (per courier), `tracking` (per address), `token-failures` (failed token requests from the client's address) */
+        /** @description The quota counted (IETF draft-ietf-httpapi-ratelimit-headers, a structured field): the policy's name, q the requests its window allows, w the window in seconds, e.g. `"merchant";q=1200;w=60`. Policies: `merchant` (per merchant), `courier` and `courier-location` (per courier), `tracking` (per address), `token-failures` (failed token requests from the client's address), `token-failures-client` (on the 429 for one client id's failures from that address) */
         "RateLimit-Policy": string;
         /** @description What is left of that quota: the same policy's name, r the requests left in the current window, t the seconds until it ends and the count starts again, e.g. `"merchant";r=1187;t=42` */
         RateLimit: string;

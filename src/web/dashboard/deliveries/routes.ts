@@ -476,11 +476,11 @@ export async function deliveriesPages(app: FastifyInstance): Promise<void> {
           return {
             label: EVENT_LABELS[e.type] ?? e.type,
             at: timeView(e.occurredAt),
-            // A merchant's user in the dashboard is named (the event keeps who it was); the API's calls are "you".
+            // A merchant's user in the dashboard is named (the event keeps who it was); the merchant's own API calls are "the API".
             by:
               e.actor.type === 'merchant' && e.actor.name
                 ? e.actor.name
-                : ({ merchant: 'you', courier: 'the courier', operator: 'support', system: 'the service' }[e.actor.type] ?? e.actor.type),
+                : ({ merchant: 'the API', courier: 'the courier', operator: 'support', system: 'the service' }[e.actor.type] ?? e.actor.type),
             detail: details.length ? details.join(', ') : null,
           };
         }),
