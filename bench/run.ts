@@ -854,8 +854,8 @@ async function main(): Promise<void> {
     }
     // The same read on second instances (same database, same CPU): one started as the main one, then one with
     // the rate limits and the background work off. The latter has beaten the main instance in every full run,
-    // by more than the limiter costs (docs/benchmarks.md, "Twelfth pass"); the first says how much of that any
-    // second instance gets.
+    // by more than the limiter costs, yet alternated A/B runs put neither setting beyond the spread between two
+    // like instances (docs/benchmarks.md, "Twelfth pass" and "Thirteenth pass"): the rows keep measuring it.
     const getRow = reads.find((r) => r.key === 'warehouse-get') as Scenario;
     const secondInstances: [key: string, title: string, settings: NodeJS.ProcessEnv][] = [
       ['warehouse-get-second', 'GET /warehouses/{id}, second instance, as the main one', {}],

@@ -142,8 +142,6 @@ function rateLimited(detail: string, retryAfter: number, extra?: Record<string, 
 
 const address = (request: FastifyRequest) => normalizeIP(request.ip);
 
-const isLocation = (request: FastifyRequest) => request.routeOptions.url === '/courier/location';
-
 const who = (request: FastifyRequest) => (request.courier ? 'this courier' : request.principal ? 'this merchant' : 'this address');
 
 /** The library's 429 for a scope: its detail names who is counted, and Retry-After the seconds left. */
@@ -193,17 +191,19 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
 
   const off: onRequestHookHandler = (_request, _reply, done) => done();
   /**
-   * A scope's hook: requests counted under keyOf, at most maxOf a minute (a promise only when the limit
-   * must be read first). In memory, synchronous whenever the limit is known; with Redis, the library's.
+   * A scope's hook: requests counted per policy and whoOf (its count's key is "policy:who"), at most maxOf
+   * a minute (a promise only when the limit must be read first). In memory, synchronous whenever the
+   * limit is known; with Redis, the library's.
    */
   const limiter = (
     policyOf: (r: FastifyRequest) => Policy,
-    keyOf: (r: FastifyRequest) => string,
+    whoOf: (r: FastifyRequest) => string,
     maxOf: (r: FastifyRequest) => number | Promise<number>,
   ): onRequestHookHandler => {
     if (!s.enabled) return off;
     if (s.redis) {
-      const hook = app.rateLimit({ keyGenerator: keyOf, max: async (r) => maxOf(r), timeWindow: WINDOW_MS }) as unknown as onRequestAsyncHookHandler;
+      const keyGenerator = (r: FastifyRequest) => `${policyOf(r)}:${whoOf(r)}`;
+      const hook = app.rateLimit({ keyGenerator, max: async (r) => maxOf(r), timeWindow: WINDOW_MS }) as unknown as onRequestAsyncHookHandler;
       return (request, reply, done) =>
         void hook.call(app, request, reply).then(
           () => {
@@ -217,9 +217,11 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
         );
     }
     return (request, reply, done) => {
+      const policy = policyOf(request);
+      const key = `${policy}:${whoOf(request)}`;
       const max = maxOf(request);
-      if (typeof max === 'number') return done(countNow(store, request, reply, policyOf(request), keyOf(request), max));
-      max.then((m) => done(countNow(store, request, reply, policyOf(request), keyOf(request), m)), done);
+      if (typeof max === 'number') return done(countNow(store, request, reply, policy, key, max));
+      max.then((m) => done(countNow(store, request, reply, policy, key, m)), done);
     };
   };
 
@@ -241,7 +243,7 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
   return {
     merchants: limiter(
       () => 'merchant',
-      (r) => `merchant:${r.principal.merchantId}`,
+      (r) => r.principal.merchantId,
       (r) => {
         const own = s.cachedMerchantLimit(r.principal.merchantId);
         if (own !== undefined) return own ?? s.merchantPerMinute;
@@ -250,13 +252,13 @@ export async function registerRateLimits(app: FastifyInstance, s: RateLimitSetti
     ),
     // Position updates count apart: a courier reporting once a second (60 a minute, below the lowest allowed limit) is never refused.
     couriers: limiter(
-      (r) => (isLocation(r) ? 'courier-location' : 'courier'),
-      (r) => `courier:${r.courier.courierId}${isLocation(r) ? ':location' : ''}`,
+      (r) => (r.routeOptions.url === '/courier/location' ? 'courier-location' : 'courier'),
+      (r) => r.courier.courierId,
       () => s.courierPerMinute,
     ),
     tracking: limiter(
       () => 'tracking',
-      (r) => `track:${address(r)}`,
+      address,
       () => s.trackingPerMinute,
     ),
     tokenAddress: async (request, reply) => {
