@@ -7,12 +7,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startWebhookWorker } from '../src/background/webhook-worker.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { inTransaction } from '../src/db/transaction.ts';
+import { type EventCommitted, eventCommitted } from '../src/lib/channels.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { appendEvent } from '../src/modules/outbox/outbox.ts';
 import { WebhookDelivery } from '../src/modules/webhooks/delivery.ts';
-import { createTestApp } from './helpers/app.ts';
-import { quote, setup } from './helpers/flow.ts';
+import { createTestApp, describeEachStore } from './helpers/app.ts';
+import { quote, setup, transferBody } from './helpers/flow.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { BIN, createMerchant, fetchToken, http, openStore, type StoreAccess, startServerProcess } from './helpers/server-process.ts';
 import { createStore, POSTGRES_URL, postgresOnly, STORES, type StoreName, type TestStore } from './helpers/stores.ts';
@@ -181,6 +182,62 @@ for (const storeName of [STORES.at(-1) as StoreName]) {
     });
   });
 }
+
+describeEachStore(
+  'the webhook worker looks for deliveries at once only when an event has some',
+  (ctx) => {
+    test('quotes and payments of a merchant without endpoints publish 0 deliveries and wake no claim; with an endpoint that takes them, 1 each and a claim at once', async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      const seen: EventCommitted[] = [];
+      const listen = (message: unknown) => {
+        if ((message as EventCommitted).merchantId === m.merchantId) seen.push(message as EventCommitted);
+      };
+      let claims = 0;
+      // A worker whose claims are only counted, polling once a minute: any claim after its first comes from a wake-up.
+      const delivery = { opts: { concurrency: 4, endpointConcurrency: 2 }, claim: async () => (claims++, []), deliver: async () => {} };
+      eventCommitted.subscribe(listen);
+      const worker = startWebhookWorker({ delivery: delivery as unknown as WebhookDelivery, pollIntervalMs: 60_000, log: quiet });
+      try {
+        for (let i = 0; i < 50 && claims === 0; i++) await sleep(10);
+        assert.equal(claims, 1, 'the first claim, at start');
+        const pay = async () => {
+          const q = await quote(t, m, w.id);
+          const res = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) });
+          assert.equal(res.statusCode, 201, res.body);
+        };
+        await pay();
+        await sleep(50);
+        assert.deepEqual(
+          seen.map((e) => [e.type, e.deliveries]),
+          [
+            ['quote.created', 0],
+            ['transfer.created', 0],
+          ],
+        );
+        assert.equal(claims, 1, 'no claim for events nobody takes');
+
+        const res = await t.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/hook' } });
+        assert.equal(res.statusCode, 201, res.body);
+        seen.length = 0;
+        await pay();
+        for (let i = 0; i < 50 && claims < 3; i++) await sleep(10);
+        assert.deepEqual(
+          seen.map((e) => [e.type, e.deliveries]),
+          [
+            ['quote.created', 1],
+            ['transfer.created', 1],
+          ],
+        );
+        assert.ok(claims >= 2 && claims <= 3, `a claim at once for events with deliveries (${claims - 1})`);
+      } finally {
+        eventCommitted.unsubscribe(listen);
+        await worker.stop();
+      }
+    });
+  },
+  { WEBHOOK_ALLOW_PRIVATE: 'true' },
+);
 
 describe('a slow endpoint does not delay other merchants', () => {
   test("20 deliveries to an endpoint that never answers in time; another merchant's delivery still goes out at once", { timeout: 30_000 }, async () => {

@@ -1,4 +1,4 @@
-import { eventCommitted } from '../lib/channels.ts';
+import { type EventCommitted, eventCommitted } from '../lib/channels.ts';
 import type { WebhookDelivery } from '../modules/webhooks/delivery.ts';
 import type { DeliveryRow } from '../modules/webhooks/repository.ts';
 import type { Logger } from './scheduler.ts';
@@ -129,8 +129,12 @@ export function startWebhookWorker(opts: { delivery: WebhookDelivery; pollInterv
     }
   })();
 
-  // An event committed in this process: look for its deliveries now rather than at the next poll.
-  const onCommit = () => wake?.();
+  // An event committed in this process with deliveries: look for them now rather than at the next poll. One
+  // without (no endpoint of its merchant takes it) wakes nothing: under a burst of quotes to a merchant with no
+  // endpoints, a claim query per wake-up was a fifth of PostgreSQL's work (docs/benchmarks.md, "Fifteenth pass").
+  const onCommit = (m: unknown) => {
+    if ((m as EventCommitted).deliveries > 0) wake?.();
+  };
   eventCommitted.subscribe(onCommit);
 
   return {

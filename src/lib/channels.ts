@@ -19,6 +19,8 @@ export const retryChannel = channel('mds:transaction-retry');
 export interface EventCommitted {
   type: string;
   merchantId: string;
+  /** Webhook deliveries written with it (0 when none of the merchant's endpoints takes it). */
+  deliveries: number;
 }
 export const eventCommitted = channel('mds:event-committed');
 

@@ -10,12 +10,12 @@ import { webhooksRepository } from '../webhooks/repository.ts';
  * enabled endpoint of the merchant that takes the type) are written in the caller's transaction, so
  * an event exists, and is delivered, if and only if the change it describes commits. Taking a
  * Transaction (not a Kysely) makes an event written apart from its change a type error.
- * Once committed, the event is published on `eventCommitted` (metrics count it, the webhook worker wakes).
+ * Once committed, the event is published on `eventCommitted` (metrics count it; the webhook worker
+ * wakes if it has deliveries).
  */
 export async function appendEvent(trx: Transaction<DB>, event: NewEvent): Promise<void> {
   const position = await eventsRepository.insert(trx, event);
-  await webhooksRepository.fanOut(trx, message(event, position));
-  published(trx, event);
+  published(trx, event, await webhooksRepository.fanOut(trx, message(event, position)));
 }
 
 /**
@@ -25,7 +25,7 @@ export async function appendEvent(trx: Transaction<DB>, event: NewEvent): Promis
  */
 export async function eventInserted(trx: Transaction<DB>, event: NewEvent, position: number, endpointIds: string[]): Promise<void> {
   await webhooksRepository.deliver(trx, message(event, position), endpointIds);
-  published(trx, event);
+  published(trx, event, endpointIds.length);
 }
 
 const message = (event: NewEvent, position: number) => ({
@@ -37,10 +37,13 @@ const message = (event: NewEvent, position: number) => ({
   at: event.occurred_at,
 });
 
-/** The event is published once `trx` commits; without a transaction, the statement that wrote it has committed: now. */
-export function published(trx: Transaction<DB> | undefined, event: Pick<NewEvent, 'type' | 'merchant_id'>): void {
+/**
+ * The event, with the number of webhook deliveries written with it, is published once `trx` commits;
+ * without a transaction, the statement that wrote it has committed: now.
+ */
+export function published(trx: Transaction<DB> | undefined, event: Pick<NewEvent, 'type' | 'merchant_id'>, deliveries: number): void {
   if (!eventCommitted.hasSubscribers) return;
-  const publish = () => eventCommitted.publish({ type: event.type, merchantId: event.merchant_id } satisfies EventCommitted);
+  const publish = () => eventCommitted.publish({ type: event.type, merchantId: event.merchant_id, deliveries } satisfies EventCommitted);
   if (trx) afterCommit(trx, publish);
   else publish();
 }

@@ -187,7 +187,7 @@ export class QuotesService {
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
     const write = async (trx?: Transaction<DB>) => {
       if (!(await quotesRepository.insertWithEventOnPostgres(trx ?? this.#db, context, row, event, deliveries))) return undefined;
-      published(trx, event);
+      published(trx, event, deliveries.ids.length);
       return quote;
     };
     // Without a key, one statement that commits by itself: one round trip for the whole write.

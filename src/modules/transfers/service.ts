@@ -250,7 +250,7 @@ export class TransfersService {
       }
       // Consumed by another request, expired or its warehouse disabled since the read: nothing was written.
       if (!outcome.consumed) throw await this.#whyNotConsumable(db, merchantId, req.matchmakingId, now);
-      published(trx, event);
+      published(trx, event, deliveries.ids.length);
       return transfer;
     };
     if (!record) return withRetries(() => write());
