@@ -107,6 +107,21 @@ for (const store of STORES) {
         assert.equal((await t.services.dispatch.runOnce()).offered, 0);
       }));
 
+    test('a pass woken by a payment makes offers only: a due expiry waits for the full pass', () =>
+      withApp(store, async (t) => {
+        const { m, w } = await setup(t, '1000');
+        const near = await t.courier('Near', NEAR);
+        const mid = await t.courier('Mid', MID);
+        const tr = await paidTransfer(t, m, w.id);
+        assert.equal((await t.services.dispatch.runOnce({ offersOnly: true })).offered, 1);
+        t.clock.advance(TTL_MS);
+        // Past its time, but only a full pass expires it (and passes the job on): no offer to the next courier yet.
+        assert.deepEqual(await t.services.dispatch.runOnce({ offersOnly: true }), { expired: 0, withdrawn: 0, offered: 0, widened: 0, setOffline: 0 });
+        assert.deepEqual(await offers(t, mid), []);
+        assert.deepEqual(await t.services.dispatch.runOnce(), { expired: 1, withdrawn: 0, offered: 1, widened: 0, setOffline: 0 });
+        assert.equal((await offers(t, mid))[0].transferId, tr.id);
+      }));
+
     test('expiry passes the offer to the next courier; accepting after expiry is 409 OFFER_EXPIRED', () =>
       withApp(store, async (t) => {
         const { m, w } = await setup(t, '1000');
@@ -483,6 +498,36 @@ for (const store of STORES) {
     });
   });
 }
+
+describe('the background dispatcher', () => {
+  test('passes woken by payments make offers only; a full pass (expiries, withdrawals) still runs once an interval', async () => {
+    const passes: Array<{ offersOnly?: boolean; at: number }> = [];
+    const started = performance.now();
+    const dispatch = {
+      runOnce: async (opts: { offersOnly?: boolean } = {}) => {
+        passes.push({ ...opts, at: performance.now() - started });
+        return { expired: 0, withdrawn: 0, offered: 0, widened: 0, setOffline: 0 };
+      },
+      onWork: () => () => {},
+    };
+    const dispatcher = startDispatcher({ dispatch: dispatch as never, intervalMs: 300, log: { info() {}, error() {} } });
+    const { eventCommitted } = await import('../src/lib/channels.ts');
+    try {
+      // A payment every 10 ms for 1 s.
+      for (let i = 0; i < 100; i++) {
+        eventCommitted.publish({ type: 'transfer.created', merchantId: 'm', deliveries: 0 });
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    } finally {
+      await dispatcher.stop();
+    }
+    const full = passes.filter((p) => !p.offersOnly);
+    assert.equal(passes[0].offersOnly, false, 'the first pass, at start, is full');
+    assert.ok(passes.length > 20, `woken by the payments (${passes.length} passes)`);
+    assert.ok(full.length >= 3 && full.length <= 5, `a full pass about every 300 ms over ~1 s (${full.length})`);
+    for (let i = 1; i < full.length; i++) assert.ok(full[i].at - full[i - 1].at >= 300, 'never two full passes within the interval');
+  });
+});
 
 describe('offer stream over PostgreSQL LISTEN/NOTIFY', () => {
   test('a lost LISTEN connection is replaced: offers made after it are heard again', { skip: SKIP_PG }, () =>

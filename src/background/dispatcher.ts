@@ -14,13 +14,16 @@ export interface Dispatcher {
  * The dispatcher loop: a pass every intervalMs, and at once when this process commits a payment or a
  * release, or a courier declines here (other instances' work is found by the periodic pass, or by their
  * own dispatcher). Passes never overlap within a process; across processes the offers' unique indexes
- * keep one open offer per transfer and per courier.
+ * keep one open offer per transfer and per courier. A pass less than intervalMs after the last full one
+ * makes offers only (DispatchService.runOnce): expiries and withdrawals still run at least once an
+ * interval, however often payments wake it.
  */
 export function startDispatcher(opts: { dispatch: DispatchService; intervalMs: number; log: Logger }): Dispatcher {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<DispatchPass> | undefined;
   let again = false;
   let stopped = false;
+  let lastFull = Number.NEGATIVE_INFINITY;
 
   const schedule = (ms: number) => {
     clearTimeout(timer);
@@ -33,7 +36,9 @@ export function startDispatcher(opts: { dispatch: DispatchService; intervalMs: n
     }
     again = false;
     try {
-      running = opts.dispatch.runOnce();
+      const full = performance.now() - lastFull >= opts.intervalMs;
+      if (full) lastFull = performance.now();
+      running = opts.dispatch.runOnce({ offersOnly: !full });
       const pass = await running;
       if (pass.offered + pass.expired + pass.setOffline > 0) opts.log.info({ ...pass }, 'dispatch pass');
       // A widened search looks again at once (a few passes reach the maximum radius; then nothing widens).

@@ -188,22 +188,30 @@ export class DispatchService {
    * offline), withdraw offers whose job went elsewhere, then offer every waiting transfer to the best
    * free courier in its radius. Safe on every instance at once: an offer per transfer and per courier
    * is unique while open, so a racing instance's insert fails and is skipped.
+   *
+   * `offersOnly`: the offers alone, for a pass woken by a payment, a release or a decline. Expiries and
+   * withdrawals become due with time or another action, not with these, and the background dispatcher
+   * runs them at least once an interval; under a burst of payments, a full pass after each one was three
+   * more statements per payment (docs/benchmarks.md, "Fifteenth pass").
    */
-  async runOnce(): Promise<DispatchPass> {
+  async runOnce(opts: { offersOnly?: boolean } = {}): Promise<DispatchPass> {
     const now = this.#clock.now();
     const pass: DispatchPass = { expired: 0, withdrawn: 0, offered: 0, widened: 0, setOffline: 0 };
-    const expired = await offersRepository.expireDue(this.#db, now, BATCH);
-    pass.expired = expired.length;
-    for (const o of expired) {
-      publish('expired');
-      if (await offersRepository.recordMiss(this.#db, o.courier_id, this.#s.missesBeforeOffline, now)) pass.setOffline++;
+    if (!opts.offersOnly) {
+      const expired = await offersRepository.expireDue(this.#db, now, BATCH);
+      pass.expired = expired.length;
+      for (const o of expired) {
+        publish('expired');
+        if (await offersRepository.recordMiss(this.#db, o.courier_id, this.#s.missesBeforeOffline, now)) pass.setOffline++;
+      }
+      pass.withdrawn = await offersRepository.withdrawStale(this.#db, now);
     }
-    pass.withdrawn = await offersRepository.withdrawStale(this.#db, now);
 
-    const waiting = await offersRepository.awaitingOffer(this.#db, now, BATCH);
-    if (waiting.length === 0) return pass;
+    // The free couriers first: with none (nobody online, or all busy), the waiting transfers are not read.
     const free = await offersRepository.availableCouriers(this.#db, this.#s.maxJobsPerCourier);
     if (free.length === 0) return pass;
+    const waiting = await offersRepository.awaitingOffer(this.#db, now, BATCH);
+    if (waiting.length === 0) return pass;
     const excluded = await offersRepository.excluded(
       this.#db,
       waiting.map((t) => t.id),
