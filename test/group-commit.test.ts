@@ -183,6 +183,34 @@ test('a compiled read while a batch waits for its COMMIT answers from committed 
   assert.deepEqual(await readNow(), ['a', 'c']);
 });
 
+test("rows are objects of the statement's column names, as node:sqlite gives them: names that need quoting, duplicates, every type", async () => {
+  await sql`create table kinds (id integer primary key, txt text, num real, big integer, empty text, data blob)`.execute(db);
+  await sql`insert into kinds values (1, 'it''s "x"', 1.5, 9007199254740991, null, x'00ff')`.execute(db);
+  const query = sql<
+    Record<string, unknown>
+  >`select id, txt, num, big, empty, data, txt as "a""b", count(*) over () as "count(*)", 2 as id2, num as id from kinds`;
+  const [row] = (await query.execute(db)).rows;
+  // What node:sqlite itself returns for the same statement, on its own connection.
+  const own = new DatabaseSync(file, { readOnly: true });
+  const expected = own.prepare(query.compile(db).sql).get() as Record<string, unknown>;
+  own.close();
+  assert.deepEqual(Object.keys(row), Object.keys(expected));
+  assert.deepEqual({ ...row }, { ...expected });
+  assert.deepEqual(
+    { ...row },
+    { id: 1.5, txt: 'it\'s "x"', num: 1.5, big: 9007199254740991, empty: null, data: new Uint8Array([0, 255]), 'a"b': 'it\'s "x"', 'count(*)': 1, id2: 2 },
+  );
+  // The same through a compiled read (the driver's readNow) and a stream.
+  const one = prepared<[number], Record<string, unknown>>((k, arg) => (k as Kysely<any>).selectFrom('kinds').selectAll().where('id', '=', arg(0)));
+  assert.deepEqual(
+    { ...(await one.first(db as never, 1)) },
+    { id: 1, txt: 'it\'s "x"', num: 1.5, big: 9007199254740991, empty: null, data: new Uint8Array([0, 255]) },
+  );
+  const streamed = [];
+  for await (const r of db.selectFrom('kinds').select(['id', 'txt']).stream()) streamed.push({ ...r });
+  assert.deepEqual(streamed, [{ id: 1, txt: 'it\'s "x"' }]);
+});
+
 test('GroupCommitSqliteDriver is what the SQLite database uses', () => {
   assert.ok(driver instanceof GroupCommitSqliteDriver, 'openDatabase built its Kysely on NodeSqliteDialect');
 });

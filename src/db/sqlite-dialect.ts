@@ -105,7 +105,29 @@ const READ_ONLY = /^\s*(select|explain|pragma|values)\b/i;
 /** What may run on the reader connection: queries only (a pragma may set connection state). */
 const QUERY = /^\s*(select|values)\b/i;
 
-type Prepared = { stmt: StatementSync; reader: boolean; writes: boolean; query: boolean };
+type Prepared = {
+  stmt: StatementSync;
+  reader: boolean;
+  writes: boolean;
+  query: boolean;
+  /** The statement's rows, as objects (reader statements only). */
+  all(parameters: readonly unknown[]): unknown[];
+  /** One array of values to its row object (undefined: the statement returns node:sqlite's objects). */
+  row: ((values: unknown[]) => unknown) | undefined;
+};
+
+/**
+ * Rows as plain objects of one shape per statement. node:sqlite's own row objects are dictionary-mode
+ * objects whose keys it internalises on every row: a 50-row read cost 63 µs in the driver and 37 more
+ * in the remembered shapes' check of it (src/lib/remembered-shapes.ts); as arrays turned into objects by
+ * one object literal made per statement, 46 and 9 (docs/benchmarks.md, "Fifteenth pass"). The keys are
+ * the statement's own column names, as JSON string literals; the same object as node:sqlite's except
+ * for its prototype (a later duplicate name wins in both). A `__proto__` column keeps node:sqlite's objects.
+ */
+function rowMaker(columns: string[]): ((values: unknown[]) => unknown) | undefined {
+  if (columns.length === 0 || columns.includes('__proto__')) return undefined;
+  return new Function('v', `return { ${columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ')} };`) as (values: unknown[]) => unknown;
+}
 
 /** Prepared statements of one connection, by SQL text. */
 class StatementCache {
@@ -119,7 +141,18 @@ class StatementCache {
     if (!entry) {
       const stmt = this.#db.prepare(sql);
       const writes = !READ_ONLY.test(sql);
-      entry = { stmt, reader: stmt.columns().length > 0, writes, query: !writes && QUERY.test(sql) };
+      const columns = stmt.columns().map((c) => c.name);
+      const row = rowMaker(columns);
+      if (row) stmt.setReturnArrays(true);
+      const all = row
+        ? (parameters: readonly unknown[]) => {
+            const values = stmt.all(...(parameters as never[])) as unknown as unknown[][];
+            const rows = new Array<unknown>(values.length);
+            for (let i = 0; i < values.length; i++) rows[i] = row(values[i]);
+            return rows;
+          }
+        : (parameters: readonly unknown[]) => stmt.all(...(parameters as never[]));
+      entry = { stmt, reader: columns.length > 0, writes, query: !writes && QUERY.test(sql), all, row };
       if (this.#map.size > 500) this.#map.clear(); // bounded: queries are built from a fixed set of shapes
       this.#map.set(sql, entry);
     }
@@ -170,7 +203,7 @@ class GroupCommitConnection implements DatabaseConnection {
     }
     const { stmt, reader } = prepared;
     try {
-      if (reader) return { rows: stmt.all(...(parameters as never[])) as R[] };
+      if (reader) return { rows: prepared.all(parameters) as R[] };
       const { changes, lastInsertRowid } = stmt.run(...(parameters as never[]));
       return { insertId: BigInt(lastInsertRowid), numAffectedRows: BigInt(changes), rows: [] };
     } catch (err) {
@@ -191,14 +224,15 @@ class GroupCommitConnection implements DatabaseConnection {
       if (!this.#reads) return undefined;
       prepared = this.#reads.get(sql);
     }
-    return prepared.stmt.all(...(parameters as never[]));
+    return prepared.all(parameters);
   }
 
   async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
     if (!SelectQueryNode.is(compiledQuery.query)) throw new Error('Sqlite driver only supports streaming of select queries');
     const batch = this.inJob ? undefined : this.#driver.currentBatch;
     if (batch) this.waitFor = batch;
-    for (const row of this.#cache.get(compiledQuery.sql).stmt.iterate(...(compiledQuery.parameters as never[]))) yield { rows: [row as R] };
+    const { stmt, row } = this.#cache.get(compiledQuery.sql);
+    for (const values of stmt.iterate(...(compiledQuery.parameters as never[]))) yield { rows: [(row ? row(values as unknown as unknown[]) : values) as R] };
   }
 
   clearCache(): void {
