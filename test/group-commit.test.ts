@@ -211,6 +211,21 @@ test("rows are objects of the statement's column names, as node:sqlite gives the
   assert.deepEqual(streamed, [{ id: 1, txt: 'it\'s "x"' }]);
 });
 
+test('after another process changes the schema, a `*` statement answers the new columns and one naming a dropped column fails', async () => {
+  await sql`create table shifting (a text, b text, c text)`.execute(db);
+  await sql`insert into shifting values ('A', 'B', 'C')`.execute(db);
+  const star = sql<Record<string, unknown>>`select * from shifting`;
+  const named = sql<Record<string, unknown>>`select a, b, c from shifting`;
+  assert.deepEqual({ ...(await star.execute(db)).rows[0] }, { a: 'A', b: 'B', c: 'C' });
+  assert.deepEqual({ ...(await named.execute(db)).rows[0] }, { a: 'A', b: 'B', c: 'C' });
+  // A migration elsewhere drops b and adds d: as many columns, so a row built by position would say b: 'C'.
+  const other = new DatabaseSync(file);
+  other.exec('alter table shifting drop column b; alter table shifting add column d text');
+  other.close();
+  assert.deepEqual({ ...(await star.execute(db)).rows[0] }, { a: 'A', c: 'C', d: null });
+  await assert.rejects(named.execute(db), /no such column: b/);
+});
+
 test('GroupCommitSqliteDriver is what the SQLite database uses', () => {
   assert.ok(driver instanceof GroupCommitSqliteDriver, 'openDatabase built its Kysely on NodeSqliteDialect');
 });

@@ -116,16 +116,22 @@ type Prepared = {
   row: ((values: unknown[]) => unknown) | undefined;
 };
 
+/** A result list that expands `*` (`select *`, `t.*`): its columns follow the schema, not the statement's text. */
+const STAR = /(^|[\s,(])select\s+(distinct\s+)?(\*|("[^"]+"|\w+)\.\*)|,\s*(\*|("[^"]+"|\w+)\.\*)\s*(,|from\b)/i;
+
 /**
  * Rows as plain objects of one shape per statement. node:sqlite's own row objects are dictionary-mode
  * objects whose keys it internalises on every row: a 50-row read cost 63 µs in the driver and 37 more
  * in the remembered shapes' check of it (src/lib/remembered-shapes.ts); as arrays turned into objects by
  * one object literal made per statement, 46 and 9 (docs/benchmarks.md, "Fifteenth pass"). The keys are
  * the statement's own column names, as JSON string literals; the same object as node:sqlite's except
- * for its prototype (a later duplicate name wins in both). A `__proto__` column keeps node:sqlite's objects.
+ * for its prototype (a later duplicate name wins in both). Only for statements that name their columns:
+ * SQLite prepares a statement again after another process changes the schema, and a `*` would then
+ * expand to other columns than the literal's (a dropped column moves the ones after it), where a named
+ * column that is gone fails the statement. Those, and a `__proto__` column, keep node:sqlite's objects.
  */
-function rowMaker(columns: string[]): ((values: unknown[]) => unknown) | undefined {
-  if (columns.length === 0 || columns.includes('__proto__')) return undefined;
+function rowMaker(sql: string, columns: string[]): ((values: unknown[]) => unknown) | undefined {
+  if (columns.length === 0 || columns.includes('__proto__') || STAR.test(sql)) return undefined;
   return new Function('v', `return { ${columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ')} };`) as (values: unknown[]) => unknown;
 }
 
@@ -142,7 +148,7 @@ class StatementCache {
       const stmt = this.#db.prepare(sql);
       const writes = !READ_ONLY.test(sql);
       const columns = stmt.columns().map((c) => c.name);
-      const row = rowMaker(columns);
+      const row = rowMaker(sql, columns);
       if (row) stmt.setReturnArrays(true);
       const all = row
         ? (parameters: readonly unknown[]) => {

@@ -3,14 +3,33 @@ import type { Db, WarehousesTable } from '../../db/types.ts';
 
 export type WarehouseRow = WarehousesTable;
 
+// Every column by name (the compiler checks the list is complete): on SQLite, a statement that names its
+// columns gets its rows as arrays made into objects of one shape (src/db/sqlite-dialect.ts), not `*`'s.
+const EVERY_COLUMN: Record<keyof WarehouseRow, true> = {
+  id: true,
+  merchant_id: true,
+  name: true,
+  name_int: true,
+  status: true,
+  address: true,
+  contact_phone: true,
+  contact_email: true,
+  location_metadata: true,
+  lat: true,
+  lng: true,
+  created_at: true,
+  updated_at: true,
+};
+const COLUMNS = Object.keys(EVERY_COLUMN) as Array<keyof WarehouseRow>;
+
 // The reads behind GET /warehouses/{id} and GET /warehouses (a page, or everything), compiled once.
 const findOne = prepared<[string, string], WarehouseRow>((db, arg) =>
-  db.selectFrom('warehouses').selectAll().where('merchant_id', '=', arg(0)).where('id', '=', arg(1)),
+  db.selectFrom('warehouses').select(COLUMNS).where('merchant_id', '=', arg(0)).where('id', '=', arg(1)),
 );
 const firstPage = prepared<[string, number], WarehouseRow>((db, arg) =>
-  db.selectFrom('warehouses').selectAll().where('merchant_id', '=', arg(0)).orderBy('id').limit(arg(1)),
+  db.selectFrom('warehouses').select(COLUMNS).where('merchant_id', '=', arg(0)).orderBy('id').limit(arg(1)),
 );
-const all = prepared<[string], WarehouseRow>((db, arg) => db.selectFrom('warehouses').selectAll().where('merchant_id', '=', arg(0)).orderBy('id'));
+const all = prepared<[string], WarehouseRow>((db, arg) => db.selectFrom('warehouses').select(COLUMNS).where('merchant_id', '=', arg(0)).orderBy('id'));
 
 /** Every query is scoped to the merchant: a row of another merchant is indistinguishable from a missing one. */
 export const warehousesRepository = {
