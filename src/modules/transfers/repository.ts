@@ -43,12 +43,61 @@ export interface TransferListFilter {
   limit: number;
 }
 
+// Every column by name, in the table's order (the compiler checks the list is complete): on SQLite, a
+// statement that names its columns gets its rows as arrays made into objects of one shape
+// (src/db/sqlite-dialect.ts), not `*`'s.
+const EVERY_COLUMN: Record<keyof TransferRow, true> = {
+  id: true,
+  merchant_id: true,
+  quote_id: true,
+  warehouse_id: true,
+  product_key: true,
+  state: true,
+  source: true,
+  transfer_code: true,
+  tracking_code: true,
+  total_amount: true,
+  currency: true,
+  payment_ttl_minutes: true,
+  payment_expires_at: true,
+  details: true,
+  created_at: true,
+  updated_at: true,
+  mode: true,
+  delivery_pin: true,
+  courier_id: true,
+  courier_name: true,
+  cancellation_fee: true,
+  return_fee: true,
+  refunded_amount: true,
+  cancellation: true,
+  delivery_failure: true,
+  last_sequence: true,
+  next_step_at: true,
+  pickup_lat: true,
+  pickup_lng: true,
+  courier_payout: true,
+  code_attempts: true,
+  locked: true,
+  recipient_phone: true,
+  dispatch_round: true,
+  dispatch_at: true,
+  pickup_window_start: true,
+  pickup_window_end: true,
+  estimated_pickup_at: true,
+  estimated_delivery_at: true,
+  assigned_at: true,
+  picked_up_at: true,
+  delivered_at: true,
+};
+const COLUMNS = Object.keys(EVERY_COLUMN) as Array<keyof TransferRow>;
+
 // The reads behind GET /transfer/{id} and the first page of GET /transfer, compiled once.
 const findOne = prepared<[string, string], TransferRow>((db, arg) =>
-  db.selectFrom('transfers').selectAll().where('merchant_id', '=', arg(0)).where('id', '=', arg(1)),
+  db.selectFrom('transfers').select(COLUMNS).where('merchant_id', '=', arg(0)).where('id', '=', arg(1)),
 );
 const newest = prepared<[string, number], TransferRow>((db, arg) =>
-  db.selectFrom('transfers').selectAll().where('merchant_id', '=', arg(0)).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(arg(1)),
+  db.selectFrom('transfers').select(COLUMNS).where('merchant_id', '=', arg(0)).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(arg(1)),
 );
 
 /** SQLSTATE of createOnPostgres's refusal when the balance does not cover the price (division_by_zero). */
