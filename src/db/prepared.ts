@@ -66,6 +66,15 @@ export function prepared<Args extends unknown[], Row>(build: (db: Kysely<DB>, ar
   };
 }
 
+/**
+ * Every column of a row type, by name, from a record of them all (the compiler checks it is complete),
+ * for a hot read's select list instead of `*`: on SQLite a statement that names its columns gets its rows
+ * as arrays made into objects of one shape (src/db/sqlite-dialect.ts), which a `*` does not.
+ */
+export function everyColumn<Row>(all: Record<keyof Row, true>): Array<keyof Row & string> {
+  return Object.keys(all) as Array<keyof Row & string>;
+}
+
 type Table = keyof DB & string;
 
 /** The columns an INSERT of this row names: its keys with a value (an absent one keeps the column's default). */

@@ -1,5 +1,5 @@
 import { CompiledQuery, type Transaction } from 'kysely';
-import { definedColumns, fromRecord, insertRow, prepared } from '../../db/prepared.ts';
+import { definedColumns, everyColumn, fromRecord, insertRow, prepared } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
 import type { NewEvent } from '../events/repository.ts';
@@ -43,10 +43,8 @@ export interface TransferListFilter {
   limit: number;
 }
 
-// Every column by name, in the table's order (the compiler checks the list is complete): on SQLite, a
-// statement that names its columns gets its rows as arrays made into objects of one shape
-// (src/db/sqlite-dialect.ts), not `*`'s.
-const EVERY_COLUMN: Record<keyof TransferRow, true> = {
+// In the table's order.
+const COLUMNS = everyColumn<TransferRow>({
   id: true,
   merchant_id: true,
   quote_id: true,
@@ -89,8 +87,7 @@ const EVERY_COLUMN: Record<keyof TransferRow, true> = {
   assigned_at: true,
   picked_up_at: true,
   delivered_at: true,
-};
-const COLUMNS = Object.keys(EVERY_COLUMN) as Array<keyof TransferRow>;
+});
 
 // The reads behind GET /transfer/{id} and the first page of GET /transfer, compiled once.
 const findOne = prepared<[string, string], TransferRow>((db, arg) =>

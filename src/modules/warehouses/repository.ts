@@ -1,11 +1,9 @@
-import { prepared } from '../../db/prepared.ts';
+import { everyColumn, prepared } from '../../db/prepared.ts';
 import type { Db, WarehousesTable } from '../../db/types.ts';
 
 export type WarehouseRow = WarehousesTable;
 
-// Every column by name (the compiler checks the list is complete): on SQLite, a statement that names its
-// columns gets its rows as arrays made into objects of one shape (src/db/sqlite-dialect.ts), not `*`'s.
-const EVERY_COLUMN: Record<keyof WarehouseRow, true> = {
+const COLUMNS = everyColumn<WarehouseRow>({
   id: true,
   merchant_id: true,
   name: true,
@@ -19,8 +17,7 @@ const EVERY_COLUMN: Record<keyof WarehouseRow, true> = {
   lng: true,
   created_at: true,
   updated_at: true,
-};
-const COLUMNS = Object.keys(EVERY_COLUMN) as Array<keyof WarehouseRow>;
+});
 
 // The reads behind GET /warehouses/{id} and GET /warehouses (a page, or everything), compiled once.
 const findOne = prepared<[string, string], WarehouseRow>((db, arg) =>
