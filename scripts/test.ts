@@ -44,9 +44,12 @@ if (url) {
 
 const args = process.argv.slice(2);
 const files = args.filter((a) => !a.startsWith('-'));
+// --test-timeout bounds every test and hook. --test-force-exit ends a file's process once its tests and
+// hooks are done: without it, a handle left open (a socket, a timer) keeps the file's process alive, and
+// node --test waits for it forever. A file once held CI for an hour that way with every test passed.
 const result = spawnSync(
   process.execPath,
-  ['--test', '--test-concurrency=2', '--test-timeout=180000', ...args.filter((a) => a.startsWith('-')), ...(files.length ? files : ['test/**/*.test.ts'])],
+  ['--test', '--test-concurrency=2', '--test-timeout=180000', '--test-force-exit', ...args.filter((a) => a.startsWith('-')), ...(files.length ? files : ['test/**/*.test.ts'])],
   { stdio: 'inherit', env },
 );
 await bouncer?.stop();
