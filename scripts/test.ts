@@ -49,7 +49,14 @@ const files = args.filter((a) => !a.startsWith('-'));
 // node --test waits for it forever. A file once held CI for an hour that way with every test passed.
 const result = spawnSync(
   process.execPath,
-  ['--test', '--test-concurrency=2', '--test-timeout=180000', '--test-force-exit', ...args.filter((a) => a.startsWith('-')), ...(files.length ? files : ['test/**/*.test.ts'])],
+  [
+    '--test',
+    '--test-concurrency=2',
+    '--test-timeout=180000',
+    '--test-force-exit',
+    ...args.filter((a) => a.startsWith('-')),
+    ...(files.length ? files : ['test/**/*.test.ts']),
+  ],
   { stdio: 'inherit', env },
 );
 await bouncer?.stop();
