@@ -5,6 +5,16 @@
 //   GET  /warehouses       the merchant's 50 rows, ordered by id, as { items }
 //   POST /options          one durable INSERT of the request body (the least a quote can write)
 //   POST /transfer         one durable transaction: the merchant's balance debited (the hot row) and one row inserted
+//   POST /contract/options   the rows the decisions require of a quote, in one durable transaction: the
+//                            quote and its quote.created event (the outbox), in the service's own tables
+//   POST /contract/transfer  the same for a payment: the quote consumed (pending and unexpired, by the
+//                            body's matchmakingId), the merchant's balance debited, the CHARGE ledger
+//                            entry, the transfer and its transfer.created event, all or nothing
+// The /contract rows copy the newest rows the service wrote (the bench runs them after the service's own
+// rows) with new ids, codes and times: the same columns, sizes, constraints and indexes, written with
+// statements prepared once (one round trip on PostgreSQL). Left out, which only flatters them: the
+// pricing, the read of the warehouse and tariff, the Idempotency-Key, webhook deliveries (the bench's
+// merchant has no endpoints) and the dispatcher's wake-up.
 // No auth, no validation, no hooks, no logging, no serialisation schema: rows are sent as the driver returns them.
 //
 // GET /guarded/warehouses/:id and GET /guarded/warehouses: the same two reads plus, done by hand and as
@@ -18,7 +28,7 @@
 // estimates what the guarantees themselves cost; the service is measured against the floor and them.
 // Plain JavaScript, so that its memory does not include Node's TypeScript stripper either.
 // Env: DATABASE_URL (sqlite:FILE or postgres://), DATABASE_SCHEMA, PORT, FLOOR_MERCHANT, TOKEN_SIGNING_KEYS.
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import Fastify from 'fastify';
 import pg from 'pg';
@@ -55,6 +65,7 @@ async function open() {
           throw e;
         }
       },
+      contract: contractOnSqlite(db, begin, commit),
     };
   }
   const schema = process.env.DATABASE_SCHEMA;
@@ -76,6 +87,211 @@ async function open() {
         values: [merchant, randomUUID(), body],
       });
     },
+    contract: contractOnPostgres(pool),
+  };
+}
+
+// ---- the contract's writes (see the top of the file)
+
+/** The newest rows the service wrote for a quote, or for a payment: what the /contract routes copy. */
+async function templates(one, what) {
+  if (what === 'quote') {
+    const quote = await one('select * from quotes where merchant_id = ? order by created_at desc limit 1', [merchant]);
+    const quoteEvent = quote && (await one('select * from events where id = ?', [quote.event_id]));
+    if (!quote || !quoteEvent) throw new Error('bench/floor.mjs: the service has written no quote to copy yet');
+    delete quoteEvent.position; // the database numbers events
+    return { quote, quoteEvent };
+  }
+  const transfer = await one("select * from transfers where merchant_id = ? and state = 'inProgress' order by created_at desc limit 1", [merchant]);
+  const transferEvent = transfer && (await one("select * from events where transfer_id = ? and type = 'transfer.created'", [transfer.id]));
+  const charge = transfer && (await one("select * from ledger_entries where transfer_id = ? and kind = 'CHARGE'", [transfer.id]));
+  if (!transfer || !transferEvent || !charge) throw new Error('bench/floor.mjs: the service has written no payment to copy yet');
+  delete transferEvent.position;
+  return { transfer, transferEvent, charge };
+}
+
+/** What changes from one copied row to the next: ids, codes and times (the rest is the template's). */
+function fresh(t, now) {
+  const transferId = randomUUID();
+  const eventId = randomUUID();
+  return {
+    quote: {
+      ...t.quote,
+      id: randomUUID(),
+      transfer_id: transferId,
+      event_id: eventId,
+      status: 'pending',
+      created_at: now,
+      expires_at: now + 15 * 60_000,
+      consumed_at: null,
+    },
+    quoteEvent: { ...t.quoteEvent, id: eventId, transfer_id: transferId, occurred_at: now },
+  };
+}
+const transferCodes = () => ({ transfer_code: randomBytes(5).toString('hex').toUpperCase(), tracking_code: randomBytes(16).toString('base64url') });
+
+/** fn's promise, made at the first call and shared by every call (the first requests arrive together). */
+const once = (fn) => {
+  let p;
+  return () => (p ??= fn());
+};
+
+function contractOnSqlite(db, begin, commit) {
+  const one = async (sql, values) => db.prepare(sql).get(...values);
+  const insert = (table, row) =>
+    db.prepare(
+      `insert into ${table} (${Object.keys(row).join(', ')}) values (${Object.keys(row)
+        .map(() => '?')
+        .join(', ')})`,
+    );
+  const quotePlan = once(async () => {
+    const t = await templates(one, 'quote');
+    return { t, quote: insert('quotes', t.quote), event: insert('events', t.quoteEvent) };
+  });
+  const transferPlan = once(async () => {
+    const t = await templates(one, 'transfer');
+    return {
+      t,
+      consume: db.prepare(
+        "update quotes set status = 'consumed', consumed_at = ? where id = ? and status = 'pending' and expires_at > ? returning merchant_id, warehouse_id, transfer_id",
+      ),
+      debit: db.prepare('update merchants set balance = balance - ? where id = ? and balance >= ? returning balance'),
+      transfer: insert('transfers', t.transfer),
+      charge: insert('ledger_entries', t.charge),
+      event: insert('events', t.transferEvent),
+    };
+  });
+  const inTransaction = (work) => {
+    begin.run();
+    try {
+      const result = work();
+      commit.run();
+      return result;
+    } catch (e) {
+      db.exec('rollback');
+      throw e;
+    }
+  };
+  return {
+    options: async () => {
+      const plan = await quotePlan();
+      const rows = fresh(plan.t, Date.now());
+      inTransaction(() => {
+        plan.quote.run(...Object.values(rows.quote));
+        plan.event.run(...Object.values(rows.quoteEvent));
+      });
+      return true;
+    },
+    transfer: async (quoteId) => {
+      const { t, ...plan } = await transferPlan();
+      const now = Date.now();
+      const amount = t.transfer.total_amount;
+      return inTransaction(() => {
+        const q = plan.consume.get(now, quoteId, now);
+        if (!q) return false;
+        const debited = plan.debit.get(amount, q.merchant_id, amount);
+        if (!debited) throw new Error('bench/floor.mjs: balance exhausted');
+        const { merchant_id, transfer_id } = q;
+        plan.transfer.run(
+          ...Object.values({
+            ...t.transfer,
+            id: transfer_id,
+            merchant_id,
+            quote_id: quoteId,
+            warehouse_id: q.warehouse_id,
+            ...transferCodes(),
+            payment_expires_at: now + 3_600_000,
+            created_at: now,
+            updated_at: now,
+          }),
+        );
+        plan.charge.run(...Object.values({ ...t.charge, id: randomUUID(), merchant_id, balance_after: debited.balance, transfer_id, created_at: now }));
+        plan.event.run(...Object.values({ ...t.transferEvent, id: randomUUID(), merchant_id, transfer_id, occurred_at: now }));
+        return true;
+      });
+    },
+  };
+}
+
+function contractOnPostgres(pool) {
+  const one = async (sql, values) => {
+    let n = 0;
+    return (
+      await pool.query(
+        sql.replace(/\?/g, () => `$${++n}`),
+        values,
+      )
+    ).rows[0];
+  };
+  const types = once(
+    async () =>
+      new Map(
+        (await pool.query('select table_name, column_name, data_type from information_schema.columns where table_schema = current_schema()')).rows.map((r) => [
+          `${r.table_name}.${r.column_name}`,
+          r.data_type,
+        ]),
+      ),
+  );
+  // `insert into TABLE (every column of row) select ...`: each column the expression given for it, or a
+  // typed parameter taken from rows[source][column] at each call (params lists them in order).
+  const insert = (typeOf, params, table, source, row, expressions = {}, from = '') => {
+    const select = Object.keys(row).map((c) => {
+      if (c in expressions) return expressions[c];
+      params.push([source, c]);
+      return `$${params.length}::${typeOf.get(`${table}.${c}`)}`;
+    });
+    return `insert into ${table} (${Object.keys(row).join(', ')}) select ${select.join(', ')}${from}`;
+  };
+  const valuesOf = (params, rows) => params.map(([source, column]) => rows[source][column]);
+  const quotePlan = once(async () => {
+    const [t, typeOf] = [await templates(one, 'quote'), await types()];
+    const params = [];
+    const text = `with q as (${insert(typeOf, params, 'quotes', 'quote', t.quote)}) ${insert(typeOf, params, 'events', 'quoteEvent', t.quoteEvent)}`;
+    return { t, text, params };
+  });
+  const transferPlan = once(async () => {
+    const [t, typeOf] = [await templates(one, 'transfer'), await types()];
+    // $1 the quote, $2 now, $3 the amount; then the copied columns.
+    const params = [
+      ['args', 'quoteId'],
+      ['args', 'now'],
+      ['args', 'amount'],
+    ];
+    const copy = (table, source, row, expressions) => insert(typeOf, params, table, source, row, expressions, ' from c, d');
+    const text = `with c as (update quotes set status = 'consumed', consumed_at = $2::bigint
+        where id = $1::text and status = 'pending' and expires_at > $2::bigint returning merchant_id, warehouse_id, transfer_id),
+      d as (update merchants m set balance = m.balance - $3::bigint from c where m.id = c.merchant_id and m.balance >= $3::bigint returning m.balance),
+      t as (${copy('transfers', 'transfer', t.transfer, {
+        id: 'c.transfer_id',
+        merchant_id: 'c.merchant_id',
+        quote_id: '$1::text',
+        warehouse_id: 'c.warehouse_id',
+        payment_expires_at: '$2::bigint + 3600000',
+        created_at: '$2::bigint',
+        updated_at: '$2::bigint',
+      })}),
+      l as (${copy('ledger_entries', 'charge', t.charge, { merchant_id: 'c.merchant_id', balance_after: 'd.balance', transfer_id: 'c.transfer_id', created_at: '$2::bigint' })}),
+      e as (${copy('events', 'transferEvent', t.transferEvent, { merchant_id: 'c.merchant_id', transfer_id: 'c.transfer_id', occurred_at: '$2::bigint' })})
+      select count(*)::int as n from d`;
+    return { t, text, params };
+  });
+  return {
+    options: async () => {
+      const { t, text, params } = await quotePlan();
+      await pool.query({ name: 'contract-options', text, values: valuesOf(params, fresh(t, Date.now())) });
+      return true;
+    },
+    transfer: async (quoteId) => {
+      const { t, text, params } = await transferPlan();
+      const rows = {
+        args: { quoteId, now: Date.now(), amount: t.transfer.total_amount },
+        transfer: { ...t.transfer, ...transferCodes() },
+        charge: { ...t.charge, id: randomUUID() },
+        transferEvent: { ...t.transferEvent, id: randomUUID() },
+      };
+      const r = await pool.query({ name: 'contract-transfer', text, values: valuesOf(params, rows) });
+      return r.rows[0].n === 1;
+    },
   };
 }
 
@@ -92,6 +308,14 @@ app.post('/options', async (req, reply) => {
 app.post('/transfer', async (req, reply) => {
   await store.debitAndInsert(JSON.stringify(req.body));
   return reply.code(201).send({ ok: true });
+});
+app.post('/contract/options', async (_req, reply) => {
+  await store.contract.options();
+  return reply.code(201).send({ ok: true });
+});
+app.post('/contract/transfer', async (req, reply) => {
+  const done = await store.contract.transfer(req.body.matchmakingId);
+  return reply.code(done ? 201 : 409).send({ ok: done });
 });
 // ---- the guarded reads (see the top of the file)
 const KEYS = new Map(

@@ -550,7 +550,7 @@ function render(r: Report): string {
     '',
     `Durable commits: ${Math.round(commits)}/s (${r.commits.map((v) => Math.round(v)).join(' and ')} before and after the write rows: ${store === 'sqlite' ? 'one-row transactions one after the other on a SQLite file in WAL mode with synchronous=FULL, in the temp dir' : 'one-row INSERTs in autocommit on one PostgreSQL connection'}); raw fdatasync of 4 KiB: ${Math.round(median(r.fsyncs))}/s. The transfer rows give their rate as a fraction of the commit rate.`,
     '',
-    "Targets of issue 23 in this run, next to their floor: Fastify with the same query and nothing else (bench/floor.mjs: no auth, validation, hooks or schemas), on the same database and pinned CPU. For the reads, \"floor + guarantees\" is the same floor server doing, by hand, the per-request work the contract requires (token check with verified tokens remembered, the merchant counted with the RateLimit-Policy and RateLimit fields, X-Request-Id, the id validated, rows in the API's shape, each row's JSON remembered while it is unchanged as the service does) and answering the same bodies as the service: its ratio to the floor estimates what the guarantees themselves cost, and the service's ratio to it shows how much of the gap is the service's own.",
+    "Targets of issue 23 in this run, next to their floor: Fastify with the same query and nothing else (bench/floor.mjs: no auth, validation, hooks or schemas), on the same database and pinned CPU. For the reads, \"floor + guarantees\" is the same floor server doing, by hand, the per-request work the contract requires (token check with verified tokens remembered, the merchant counted with the RateLimit-Policy and RateLimit fields, X-Request-Id, the id validated, rows in the API's shape, each row's JSON remembered while it is unchanged as the service does) and answering the same bodies as the service: its ratio to the floor estimates what the guarantees themselves cost, and the service's ratio to it shows how much of the gap is the service's own. For the writes, \"floor + guarantees\" is the same floor server writing by hand, in one durable transaction with statements prepared once, the rows the decisions require of every quote (the quote and its quote.created event) and every payment (the quote consumed, the balance debited, its CHARGE ledger entry, the transfer and its transfer.created event), copied from the service's own rows: the least any implementation of the contract writes.",
     '',
     targetsTable(r, xRawOf),
     '',
@@ -841,6 +841,34 @@ async function main(): Promise<void> {
       guardedRow('warehouse-get', 'the same single-row read', `/warehouses/${warehouseId}`),
       guardedRow('warehouse-list', `the same ${WAREHOUSES}-row read`, '/warehouses'),
     ];
+    // The writes the decisions require, done by hand in one durable transaction (bench/floor.mjs, /contract):
+    // the targets table's "floor + guarantees" columns for the write rows. They copy the service's newest
+    // rows, so they run after the service's own row; the transfer consumes the service's pending quotes.
+    const contractRows = {
+      options: {
+        key: 'guarded-options',
+        title: "floor + the contract's writes: a quote and its quote.created event, one transaction",
+        expect: 201,
+        floor: true,
+        request: { method: 'POST', path: '/contract/options', headers: { 'content-type': 'application/json' }, body: benchQuoteBody(warehouseId) },
+      },
+      transfer: {
+        key: 'guarded-transfer',
+        title: "floor + the contract's writes: the quote consumed, the balance debited, a ledger entry, the transfer and its event, one transaction",
+        expect: 201,
+        floor: true,
+        request: {
+          method: 'POST',
+          path: '/contract/transfer',
+          setupRequest: (req: any) => ({
+            ...req,
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: benchTransferBody(quotes.pop()?.id ?? randomUUID()), // none left: a 409, counted as unexpected
+          }),
+        },
+      },
+    } satisfies Record<string, Scenario>;
     const token = auth.authorization.slice('Bearer '.length);
     for (const guarded of guardedRows) {
       const path = guarded.request.path.slice('/guarded'.length); // the service's own route
@@ -881,6 +909,7 @@ async function main(): Promise<void> {
     const commits = [await durableCommitsPerSecond(tmp)];
     const optionsRow = await run(options);
     await run(floorRows.options, floorTarget);
+    await run(contractRows.options, floorTarget);
 
     // Every transfer needs its own pending quote: enough for one full row at the POST /options rate (a
     // transfer does more work than a quote), then the row consumes them.
@@ -888,7 +917,11 @@ async function main(): Promise<void> {
     for (const idempotent of [false, true]) {
       await topUpQuotes(need);
       await run({ ...transfer(idempotent), amount: quotes.length });
-      if (!idempotent) await run(floorRows.transfer, floorTarget);
+      if (!idempotent) {
+        await run(floorRows.transfer, floorTarget);
+        await topUpQuotes(need);
+        await run({ ...contractRows.transfer, amount: quotes.length }, floorTarget);
+      }
     }
     await stopProcess(floorChild);
     // The write rows added thousands of rows to the tables the next rows search. A production PostgreSQL's
