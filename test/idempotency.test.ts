@@ -165,7 +165,7 @@ describeEachStore('Idempotency-Key', (ctx) => {
   });
 });
 
-describeEachStore('Idempotency-Key outcomes are written once', (ctx) => {
+describeEachStore('Idempotency-Key outcomes are written once', (ctx, store) => {
   test('a keyed success stores its answer once, in the transaction that did the work; a refusal once, as sent; replays match', async () => {
     const t = ctx();
     const { m, w, q } = await setup(t);
@@ -199,10 +199,12 @@ describeEachStore('Idempotency-Key outcomes are written once', (ctx) => {
         payload: { reason: 'CUSTOMER_REQUESTED' },
       });
       assert.equal(cancel.statusCode, 200, cancel.body);
+      // PostgreSQL's quote and transfer store their outcome in their own one statement (the next suite).
+      const inStatement = store === 'postgres';
       assert.deepEqual(calls, [
-        { key: 'once-quote', status: 201, inTransaction: true },
+        ...(inStatement ? [] : [{ key: 'once-quote', status: 201, inTransaction: true }]),
         { key: 'once-warehouse', status: 201, inTransaction: true },
-        { key: 'once-transfer', status: 201, inTransaction: true },
+        ...(inStatement ? [] : [{ key: 'once-transfer', status: 201, inTransaction: true }]),
         { key: 'once-refused', status: 409, inTransaction: false },
         { key: 'once-cancel', status: 200, inTransaction: true },
       ]);
@@ -226,6 +228,91 @@ describeEachStore('Idempotency-Key outcomes are written once', (ctx) => {
     } finally {
       t.services.idempotency.complete = complete;
     }
+  });
+});
+
+describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its outcome included', (ctx, store) => {
+  // A transaction around the write's statement and the key's outcome cost three more round trips, and
+  // for a transfer held the merchant's balance row for two of them and the commit, so every keyed
+  // transfer of the merchant queued behind them.
+  const skip = store === 'sqlite' ? "SQLite's writes and their outcome share the writer's transaction" : false;
+
+  test('no transaction is opened; the key is DONE with the answer sent, replayed as sent; charged once', { skip }, async () => {
+    const t = ctx();
+    const { m, w, q } = await setup(t);
+    const requests = [
+      {
+        key: 'one-statement-quote',
+        req: {
+          method: 'POST' as const,
+          url: '/options',
+          payload: { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' },
+        },
+      },
+      {
+        key: 'one-statement-transfer',
+        req: {
+          method: 'POST' as const,
+          url: '/transfer',
+          payload: { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT },
+        },
+      },
+    ];
+    for (const { key, req } of requests) {
+      const db = t.database.db;
+      const begin = db.transaction.bind(db);
+      let transactions = 0;
+      db.transaction = () => {
+        transactions++;
+        return begin();
+      };
+      let first: Awaited<ReturnType<typeof t.as>>;
+      try {
+        first = await t.as(m, { ...req, headers: { 'idempotency-key': key } });
+      } finally {
+        db.transaction = begin;
+      }
+      assert.equal(first.statusCode, 201, first.body);
+      assert.equal(transactions, 0, `${key}: the write and its outcome opened no transaction`);
+      const row = await db
+        .selectFrom('idempotency_keys')
+        .select(['state', 'response_status', 'response_headers', 'response_body'])
+        .where('merchant_id', '=', m.merchantId)
+        .where('idempotency_key', '=', key)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(
+        { ...row, response_headers: JSON.parse(row.response_headers ?? 'null'), response_body: JSON.parse(row.response_body ?? 'null') },
+        {
+          state: 'DONE',
+          response_status: 201,
+          response_headers: { 'content-type': 'application/json; charset=utf-8', ...(first.headers.location ? { location: first.headers.location } : {}) },
+          response_body: first.json(),
+        },
+        key,
+      );
+      const replay = await t.as(m, { ...req, headers: { 'idempotency-key': key } });
+      assert.equal(replay.statusCode, 201, key);
+      assert.equal(replay.headers['idempotent-replayed'], 'true', key);
+      assert.deepEqual(replay.json(), first.json(), key);
+    }
+    assert.equal(await charges(t, m), 1);
+  });
+
+  test('a refused keyed transfer (the quote used meanwhile) stores nothing in the statement: the refusal is stored as sent', { skip }, async () => {
+    const t = ctx();
+    const { m, q } = await setup(t);
+    const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
+    assert.equal((await transfer(t, m, body)).statusCode, 201);
+    const refused = await transfer(t, m, body, 'refused-key');
+    assert.equal(refused.statusCode, 409, refused.body);
+    const row = await t.database.db
+      .selectFrom('idempotency_keys')
+      .select(['state', 'response_status'])
+      .where('merchant_id', '=', m.merchantId)
+      .where('idempotency_key', '=', 'refused-key')
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { state: 'DONE', response_status: 409 });
+    assert.equal(await charges(t, m), 1);
   });
 });
 

@@ -9,7 +9,24 @@ import type { DB } from './types.ts';
  * to replay (and a retry would then run the work twice). Always called inside inTransaction, so it may
  * register afterCommit hooks on that transaction.
  */
-export type RecordOutcome<T> = (trx: Transaction<DB>, result: T) => Promise<void>;
+export type RecordOutcome<T> = ((trx: Transaction<DB>, result: T) => Promise<void>) & {
+  /**
+   * The same outcome as values, for a write that stores it in its own one statement (PostgreSQL's
+   * quote and transfer): no transaction to open, and a transfer holds the merchant's balance row for
+   * that statement only. committed() must be called once that statement has committed.
+   */
+  asValues?: (result: T) => StoredOutcome;
+};
+
+/** An Idempotency-Key's outcome as a statement stores it (idempotency_keys' columns). */
+export interface StoredOutcome {
+  merchantId: string;
+  key: string;
+  status: number;
+  headers: string;
+  body: string;
+  committed(): void;
+}
 
 export const MAX_ATTEMPTS = 5;
 

@@ -1,6 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import { fromRecord, insertRow, prepared } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
+import type { StoredOutcome } from '../../db/transaction.ts';
 import type { Db, EventsTable, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
 
@@ -106,16 +107,28 @@ const EVENT_COLUMNS = [
  * only if the warehouse row, the tariff version and the endpoints are still those the quote was priced
  * from (the guard `ok`). The rows travel as JSON that json_populate_record types by the table.
  * $1 merchant, $2 warehouse, $3 warehouse fingerprint, $4 tariff version, $5 endpoints fingerprint,
- * $6 the quote, $7 the event, $8 and $9 the deliveries' ids and endpoint ids.
+ * $6 the quote, $7 the event, $8 and $9 the deliveries' ids and endpoint ids. With an outcome, also the
+ * Idempotency-Key's response (as idempotencyRepository.complete stores it), written only with the quote:
+ * $10 merchant, $11 key, $12 status, $13 headers, $14 body, $15 the time.
  */
-const INSERT_WITH_EVENT = reusedStatement(`with ok as (
+const insertWithEvent = (withOutcome: boolean) => `with ok as (
   select 1 from ${PRICED_FROM}
   and ${WAREHOUSE_FP} = $3 and t.version is not distinct from $4::bigint and ${ENDPOINTS_FP} = $5),
 q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) select ${fromRecord(QUOTE_COLUMNS)} from ok, json_populate_record(null::quotes, $6::json) r),
 e as (insert into events (${EVENT_COLUMNS.join(', ')}) select ${fromRecord(EVENT_COLUMNS)} from ok, json_populate_record(null::events, $7::json) r
   returning position, id, merchant_id, type, occurred_at),
-d as (${deliveriesOfEventSql('e', '$8', '$9')})
-select count(*) as written from e`);
+d as (${deliveriesOfEventSql('e', '$8', '$9')})${
+  withOutcome
+    ? `,
+k as (
+  update idempotency_keys set state = 'DONE', response_status = $12, response_headers = $13, response_body = $14, updated_at = $15
+  where merchant_id = $10 and idempotency_key = $11 and exists (select 1 from ok))`
+    : ''
+}
+select count(*) as written from e`;
+const INSERT_WITH_EVENT = reusedStatement(insertWithEvent(false));
+/** INSERT_WITH_EVENT that also stores an Idempotency-Key's outcome ($10 to $15), only with the quote. */
+const INSERT_WITH_EVENT_AND_OUTCOME = reusedStatement(insertWithEvent(true));
 
 /** A quote consumed for a transfer, with what the transfer needs of its warehouse and its merchant (read by the same statement). */
 export type ConsumedQuote = QuoteRow & {
@@ -201,7 +214,8 @@ export const quotesRepository = {
    * PostgreSQL: the quote, its event and one webhook delivery per (deliveryId, endpointId) pair in one
    * statement, if what it was priced from (`context`) still holds; run outside a transaction it is one
    * round trip that commits by itself. False (nothing written) when the warehouse, the tariff version
-   * or the endpoints changed since `context` was read.
+   * or the endpoints changed since `context` was read. With `outcome`, the Idempotency-Key's response is
+   * stored by the same statement, only if the quote is.
    */
   async insertWithEventOnPostgres(
     db: Db,
@@ -209,8 +223,9 @@ export const quotesRepository = {
     row: QuoteRow,
     event: NewQuoteEvent,
     deliveries: { ids: string[]; endpointIds: string[] },
+    outcome?: Omit<StoredOutcome, 'committed'>,
   ): Promise<boolean> {
-    const parameters = [
+    const parameters: unknown[] = [
       row.merchant_id,
       row.warehouse_id,
       context.fingerprint.warehouse,
@@ -221,7 +236,9 @@ export const quotesRepository = {
       deliveries.ids,
       deliveries.endpointIds,
     ];
-    const result = await db.executeQuery(CompiledQuery.raw(INSERT_WITH_EVENT, parameters) as CompiledQuery<{ written: number | string }>);
+    if (outcome) parameters.push(outcome.merchantId, outcome.key, outcome.status, outcome.headers, outcome.body, row.created_at);
+    const text = outcome ? INSERT_WITH_EVENT_AND_OUTCOME : INSERT_WITH_EVENT;
+    const result = await db.executeQuery(CompiledQuery.raw(text, parameters) as CompiledQuery<{ written: number | string }>);
     return Number(result.rows[0]?.written) === 1;
   },
 

@@ -185,13 +185,20 @@ export class QuotesService {
   async #writeOnPostgres(context: FingerprintedContext, plan: QuotePlan, record?: RecordOutcome<Quote>): Promise<Quote | undefined> {
     const { row, quote, event, endpointIds } = plan;
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
+    // With a key, its outcome is stored by the same statement (see transfers' #createOnPostgres).
+    const stored = record?.asValues?.(quote);
     const write = async (trx?: Transaction<DB>) => {
-      if (!(await quotesRepository.insertWithEventOnPostgres(trx ?? this.#db, context, row, event, deliveries))) return undefined;
+      if (!(await quotesRepository.insertWithEventOnPostgres(trx ?? this.#db, context, row, event, deliveries, stored))) return undefined;
       published(trx, event, deliveries.ids.length);
       return quote;
     };
-    // Without a key, one statement that commits by itself: one round trip for the whole write.
-    if (!record) return withRetries(() => write());
+    // Without a key, or with its outcome in the statement, one statement that commits by itself: one
+    // round trip for the whole write.
+    if (!record || stored) {
+      const written = await withRetries(() => write());
+      if (written) stored?.committed();
+      return written;
+    }
     return inTransaction(this.#db, write, async (trx, result) => {
       if (result) await record(trx, result); // the key's outcome only with the quote it answers
     });

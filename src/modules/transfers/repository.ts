@@ -1,6 +1,7 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import { definedColumns, everyColumn, fromRecord, insertRow, prepared } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
+import type { StoredOutcome } from '../../db/transaction.ts';
 import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
 import type { NewEvent } from '../events/repository.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
@@ -103,12 +104,13 @@ const INSUFFICIENT_BALANCE_GUARD = '22012';
 /** createOnPostgres failed because the merchant's balance does not cover the price (nothing was written). */
 export const isInsufficientBalanceGuard = (err: unknown) => (err as { code?: string })?.code === INSUFFICIENT_BALANCE_GUARD;
 
-// createOnPostgres's statement, per set of columns (the rows' keys; the same on every call in practice).
-// Rows travel as JSON objects that json_populate_record turns into the table's types, so the inserts can
-// select FROM the debit (and happen only with it) without a cast per column.
+// createOnPostgres's statement, per set of columns (the rows' keys; the same on every call in practice)
+// and with or without an Idempotency-Key's outcome. Rows travel as JSON objects that json_populate_record
+// turns into the table's types, so the inserts can select FROM the debit (and happen only with it)
+// without a cast per column.
 const createStatements = new Map<string, string>();
-function createStatement(transferColumns: string[], eventColumns: string[]): string {
-  const key = `${transferColumns.join(',')} ${eventColumns.join(',')}`;
+function createStatement(transferColumns: string[], eventColumns: string[], withOutcome: boolean): string {
+  const key = `${transferColumns.join(',')} ${eventColumns.join(',')} ${withOutcome}`;
   let text = createStatements.get(key);
   if (text) return text;
   text = `with c as (
@@ -126,7 +128,14 @@ debit as (
 l as (
   insert into ledger_entries (id, merchant_id, kind, amount, balance_after, transfer_id, note, created_at)
   select r.id, r.merchant_id, r.kind, r.amount, debit.balance, r.transfer_id, r.note, r.created_at
-  from debit, json_populate_record(null::ledger_entries, $7::json) r where $7::json is not null)
+  from debit, json_populate_record(null::ledger_entries, $7::json) r where $7::json is not null)${
+    withOutcome
+      ? `,
+k as (
+  update idempotency_keys set state = 'DONE', response_status = $12, response_headers = $13, response_body = $14, updated_at = $3
+  where merchant_id = $10 and idempotency_key = $11 and exists (select 1 from c))`
+      : ''
+  }
 select (select count(*) from c) as consumed, (select count(*) from t) + (select count(*) from e) + (select count(*) from d) as written,
   1 / (case when exists (select 1 from c) and not exists (select 1 from debit) then 0 else 1 end) as insufficient_balance_guard`;
   createStatements.set(key, reusedStatement(text));
@@ -156,6 +165,10 @@ export const transfersRepository = {
    * without a debit (the balance does not cover the price) fails the statement with
    * INSUFFICIENT_BALANCE_GUARD (a division by zero), which undoes the consumption and the inserts: see
    * isInsufficientBalanceGuard.
+   *
+   * With `outcome`, the same statement also stores the Idempotency-Key's response (as
+   * idempotencyRepository.complete does), only if the transfer is written: no transaction around it,
+   * so the balance row is held for this statement and its commit, as without a key.
    */
   async createOnPostgres(
     db: Db,
@@ -167,10 +180,11 @@ export const transfersRepository = {
       at: number;
       ledger?: Omit<LedgerEntriesTable, 'balance_after'>;
       deliveries: { ids: string[]; endpointIds: string[] };
+      outcome?: Omit<StoredOutcome, 'committed'>;
     },
   ): Promise<{ consumed: boolean }> {
-    const { transfer, event, ledger } = w;
-    const parameters = [
+    const { transfer, event, ledger, outcome } = w;
+    const parameters: unknown[] = [
       w.quoteId,
       transfer.merchant_id,
       w.at,
@@ -181,8 +195,11 @@ export const transfersRepository = {
       w.deliveries.ids,
       w.deliveries.endpointIds,
     ];
+    if (outcome) parameters.push(outcome.merchantId, outcome.key, outcome.status, outcome.headers, outcome.body);
     const result = await db.executeQuery(
-      CompiledQuery.raw(createStatement(definedColumns(transfer), definedColumns(event)), parameters) as CompiledQuery<{ consumed: number | string }>,
+      CompiledQuery.raw(createStatement(definedColumns(transfer), definedColumns(event), outcome !== undefined), parameters) as CompiledQuery<{
+        consumed: number | string;
+      }>,
     );
     return { consumed: Number(result.rows[0]?.consumed) === 1 };
   },

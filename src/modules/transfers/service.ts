@@ -226,8 +226,10 @@ export class TransfersService {
   /**
    * PostgreSQL: two round trips. A read of the quote (with its warehouse, its merchant and who takes the
    * event), the checks, then one statement that consumes the quote, debits the balance and writes the
-   * rest only if both happened (transfersRepository.createOnPostgres). Without an Idempotency-Key that
-   * statement commits by itself; with one, it shares a transaction with the key's outcome.
+   * rest only if both happened (transfersRepository.createOnPostgres). That statement commits by itself;
+   * with an Idempotency-Key it also stores the key's outcome, so the merchant's balance row is never
+   * held across round trips (a transaction around it held it for two more and the commit: keyed
+   * transfers ran at about a third of the rate of the others, docs/benchmarks.md "Sixteenth pass").
    */
   async #createOnPostgres(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>, person?: MerchantPerson): Promise<TransferRow> {
     const now = this.#clock.now();
@@ -238,11 +240,21 @@ export class TransfersService {
     const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, found.quote, req, now, person);
     const endpointIds = endpointsTaking(found.endpoints, event.type);
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
+    const stored = record?.asValues?.(this.#toTransfer(transfer));
     const write = async (trx?: Transaction<DB>) => {
       const db = trx ?? this.#db;
       let outcome: { consumed: boolean };
       try {
-        outcome = await transfersRepository.createOnPostgres(db, { quoteId: req.matchmakingId, transfer, event, delta: -price, at: now, ledger, deliveries });
+        outcome = await transfersRepository.createOnPostgres(db, {
+          quoteId: req.matchmakingId,
+          transfer,
+          event,
+          delta: -price,
+          at: now,
+          ledger,
+          deliveries,
+          outcome: stored,
+        });
       } catch (err) {
         // Refused by the debit: the balance it saw (read again; the one read with the quote may be older).
         if (isInsufficientBalanceGuard(err)) throw insufficient((await merchantsRepository.find(this.#db, merchantId))?.balance);
@@ -254,6 +266,11 @@ export class TransfersService {
       return transfer;
     };
     if (!record) return withRetries(() => write());
+    if (stored) {
+      const row = await withRetries(() => write());
+      stored.committed();
+      return row;
+    }
     return inTransaction(this.#db, write, (trx, row) => record(trx, this.#toTransfer(row)));
   }
 
