@@ -706,7 +706,6 @@ export class TransfersService {
               throw new AppError('SERVICE_UNAVAILABLE', 'The transfer is changing too often; retry shortly', { headers: { 'retry-after': '1' } });
             continue;
           }
-          if (refund > 0) await this.#refund(trx, updated, refund, now);
           if (req.to === 'courierAssigned' && updated.mode === 'live' && dispatchOutcome.hasSubscribers) {
             // Metrics: how long the merchant waited for a courier (from payment, or from a scheduled pickup's dispatch start).
             const waitedMs = Math.max(0, now - Math.max(updated.created_at, updated.dispatch_at ?? 0));
@@ -737,6 +736,9 @@ export class TransfersService {
               after: { state: updated.state, refundedAmount: minorToNumber(updated.refunded_amount), courierId: updated.courier_id },
             });
           }
+          // The refund last: the merchant's balance row, which all its transfers share, is then held for
+          // the credit, its ledger entry and the commit only (as the transfer's debit, transfersRepository.createOnPostgres).
+          if (refund > 0) await this.#refund(trx, updated, refund, now);
           return this.#toTransfer(updated);
         }
       },
