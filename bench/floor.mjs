@@ -272,7 +272,7 @@ function contractOnPostgres(pool) {
       })}),
       l as (${copy('ledger_entries', 'charge', t.charge, { merchant_id: 'c.merchant_id', balance_after: 'd.balance', transfer_id: 'c.transfer_id', created_at: '$2::bigint' })}),
       e as (${copy('events', 'transferEvent', t.transferEvent, { merchant_id: 'c.merchant_id', transfer_id: 'c.transfer_id', occurred_at: '$2::bigint' })})
-      select count(*)::int as n from d`;
+      select (select count(*) from d)::int as n, 1 / (case when exists (select 1 from c) and not exists (select 1 from d) then 0 else 1 end) as balance_guard`;
     return { t, text, params };
   });
   return {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sql } from 'kysely';
 import { sha256, stableStringify } from '../src/lib/stable-json.ts';
+import { quotesRepository } from '../src/modules/quotes/repository.ts';
 import { describeEachStore, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
 
 const DESTINATION = { lat: 0, lng: 0.1, display_name: 'Destination 5', city: 'Gulf' };
@@ -298,21 +300,150 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
     assert.equal(await charges(t, m), 1);
   });
 
-  test('a refused keyed transfer (the quote used meanwhile) stores nothing in the statement: the refusal is stored as sent', { skip }, async () => {
+  test('a keyed transfer refused by its statement (quote used meanwhile, balance too low) stores nothing there: the refusal is stored as sent', {
+    skip,
+  }, async () => {
     const t = ctx();
-    const { m, q } = await setup(t);
-    const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
-    assert.equal((await transfer(t, m, body)).statusCode, 201);
-    const refused = await transfer(t, m, body, 'refused-key');
-    assert.equal(refused.statusCode, 409, refused.body);
+    const { m, w, q } = await setup(t, 'Shop', '600');
+    const body = (quoteId: string) => ({ matchmakingId: quoteId, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT });
+    // What the key held when the refusal was stored (after the statement): still IN_PROGRESS, or the
+    // statement would have stored an outcome for a transfer it did not write.
+    const seen: string[] = [];
+    const complete = t.services.idempotency.complete.bind(t.services.idempotency);
+    t.services.idempotency.complete = async (merchantId, key, response, db) => {
+      const row = await t.database.db
+        .selectFrom('idempotency_keys')
+        .select('state')
+        .where('merchant_id', '=', merchantId)
+        .where('idempotency_key', '=', key)
+        .executeTakeFirst();
+      seen.push(`${key} ${response.status} ${db ? 'in a transaction' : 'alone'}, the key ${row?.state}`);
+      return complete(merchantId, key, response, db);
+    };
+    try {
+      // Another request pays with the quote between this one's read of it and its statement (516.00 of
+      // 600.00: 84.00 left), so the statement consumes nothing.
+      const read = quotesRepository.forTransfer;
+      quotesRepository.forTransfer = async (...args) => {
+        const found = await read(...args);
+        quotesRepository.forTransfer = read;
+        assert.equal((await transfer(t, m, body(q.id))).statusCode, 201);
+        return found;
+      };
+      let used: Awaited<ReturnType<typeof transfer>>;
+      try {
+        used = await transfer(t, m, body(q.id), 'refused-used');
+      } finally {
+        quotesRepository.forTransfer = read;
+      }
+      assert.equal(used.statusCode, 409, used.body);
+      const q2 = (
+        await t.as(m, {
+          method: 'POST',
+          url: '/options',
+          payload: { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' },
+        })
+      ).json();
+      const poor = await transfer(t, m, body(q2.id), 'refused-balance');
+      assert.equal(poor.statusCode, 402, poor.body);
+      assert.deepEqual(seen, ['refused-used 409 alone, the key IN_PROGRESS', 'refused-balance 402 alone, the key IN_PROGRESS']);
+      for (const [key, res] of [
+        ['refused-used', used],
+        ['refused-balance', poor],
+      ] as const) {
+        const row = await t.database.db
+          .selectFrom('idempotency_keys')
+          .select(['state', 'response_status', 'response_body'])
+          .where('merchant_id', '=', m.merchantId)
+          .where('idempotency_key', '=', key)
+          .executeTakeFirstOrThrow();
+        assert.deepEqual(
+          { ...row, response_body: JSON.parse(row.response_body ?? 'null') },
+          { state: 'DONE', response_status: res.statusCode, response_body: res.json() },
+        );
+      }
+      const stored = await t.database.db.selectFrom('quotes').select('status').where('id', '=', q2.id).executeTakeFirstOrThrow();
+      assert.equal(stored.status, 'pending', 'the refused transfer left its quote pending');
+      assert.equal(await charges(t, m), 1);
+    } finally {
+      t.services.idempotency.complete = complete;
+    }
+  });
+
+  test('a keyed quote whose remembered context went stale is priced again; the key answers the quote written, once', { skip }, async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const payload = { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' };
+    assert.equal((await t.as(m, { method: 'POST', url: '/options', payload })).statusCode, 201); // the context is remembered
+    // Another instance changes the warehouse row: the remembered fingerprint no longer holds.
+    await sql`update warehouses set updated_at = updated_at + 1 where id = ${w.id}`.execute(t.database.db);
+    const count = async () =>
+      Number(
+        (
+          await t.database.db
+            .selectFrom('quotes')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const before = await count();
+    const res = await t.as(m, { method: 'POST', url: '/options', headers: { 'idempotency-key': 'stale-context' }, payload });
+    assert.equal(res.statusCode, 201, res.body);
+    assert.equal(await count(), before + 1, 'one quote written');
     const row = await t.database.db
       .selectFrom('idempotency_keys')
-      .select(['state', 'response_status'])
+      .select(['state', 'response_body'])
       .where('merchant_id', '=', m.merchantId)
-      .where('idempotency_key', '=', 'refused-key')
+      .where('idempotency_key', '=', 'stale-context')
       .executeTakeFirstOrThrow();
-    assert.deepEqual(row, { state: 'DONE', response_status: 409 });
-    assert.equal(await charges(t, m), 1);
+    assert.equal(row.state, 'DONE');
+    assert.deepEqual(JSON.parse(row.response_body ?? 'null'), res.json());
+    const quote = await t.database.db.selectFrom('quotes').select('id').where('id', '=', res.json().id).executeTakeFirst();
+    assert.ok(quote, 'the quote the key answers is the one written');
+  });
+
+  test('a keyed quote whose context never holds is 503 with nothing stored: the key is released, and a retry with it runs again', { skip }, async () => {
+    const t = ctx();
+    const { m, w } = await setup(t);
+    const payload = { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' };
+    const count = async () =>
+      Number(
+        (
+          await t.database.db
+            .selectFrom('quotes')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const before = await count();
+    // The remembered context is stale (another instance changed the warehouse), and every read of it comes
+    // back with fingerprints the statement's guard refuses (as if it changed again before each write):
+    // three attempts, then 503.
+    await sql`update warehouses set updated_at = updated_at + 1 where id = ${w.id}`.execute(t.database.db);
+    const read = quotesRepository.contextOnPostgres;
+    quotesRepository.contextOnPostgres = async (...args) => {
+      const context = await read(...args);
+      return context && { ...context, fingerprint: { warehouse: 'changed', endpoints: 'changed' } };
+    };
+    let res: Awaited<ReturnType<typeof t.as>>;
+    try {
+      res = await t.as(m, { method: 'POST', url: '/options', headers: { 'idempotency-key': 'never-holds' }, payload });
+    } finally {
+      quotesRepository.contextOnPostgres = read;
+    }
+    assert.equal(res.statusCode, 503, res.body);
+    assert.equal(await count(), before, 'no quote written');
+    const row = await t.database.db
+      .selectFrom('idempotency_keys')
+      .select('state')
+      .where('merchant_id', '=', m.merchantId)
+      .where('idempotency_key', '=', 'never-holds')
+      .executeTakeFirst();
+    assert.equal(row, undefined, 'the key was released, not DONE with a quote that was never written');
+    const again = await t.as(m, { method: 'POST', url: '/options', headers: { 'idempotency-key': 'never-holds' }, payload });
+    assert.equal(again.statusCode, 201, again.body);
+    assert.equal(again.headers['idempotent-replayed'], undefined);
+    assert.equal(await count(), before + 1);
   });
 });
 

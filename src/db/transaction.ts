@@ -6,8 +6,9 @@ import type { DB } from './types.ts';
 /**
  * Writes a successful outcome (the Idempotency-Key response) inside the business transaction that
  * produced it, so a crash between the commit and the answer cannot leave the key without a response
- * to replay (and a retry would then run the work twice). Always called inside inTransaction, so it may
- * register afterCommit hooks on that transaction.
+ * to replay (and a retry would then run the work twice). Called inside inTransaction, so it may
+ * register afterCommit hooks on that transaction; or, through asValues, stored by the write's own
+ * one statement.
  */
 export type RecordOutcome<T> = ((trx: Transaction<DB>, result: T) => Promise<void>) & {
   /**
@@ -15,7 +16,7 @@ export type RecordOutcome<T> = ((trx: Transaction<DB>, result: T) => Promise<voi
    * quote and transfer): no transaction to open, and a transfer holds the merchant's balance row for
    * that statement only. committed() must be called once that statement has committed.
    */
-  asValues?: (result: T) => StoredOutcome;
+  asValues: (result: T) => StoredOutcome;
 };
 
 /** An Idempotency-Key's outcome as a statement stores it (idempotency_keys' columns). */

@@ -54,7 +54,8 @@ export function protect(app: FastifyInstance): void {
   }
 
   // Stores the answer as sent, or releases the key after a 5xx. A write whose service stored its outcome in
-  // its own committed transaction (modules/idempotency/outcome.ts) no longer owns the key by now: nothing to do.
+  // its own committed transaction or statement (modules/idempotency/outcome.ts) no longer owns the key by
+  // now: nothing to do.
   async function recordOutcome(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const key = request.idempotencyKey;
     if (key === undefined) return payload;

@@ -150,7 +150,7 @@ export class QuotesService {
    * and its deliveries checks, in the database, that it still holds (fingerprints of what was read).
    * When it does not (an edit, a new tariff, another instance's change), nothing is written: the
    * context is read again and the quote priced again. A refusal (disabled, out of range) is only ever
-   * given from a fresh read. With an Idempotency-Key the statement shares a transaction with the key's outcome.
+   * given from a fresh read. With an Idempotency-Key the statement also stores the key's outcome.
    */
   async #createOnPostgres(merchantId: string, req: QuoteRequest, record?: RecordOutcome<Quote>, person?: MerchantPerson): Promise<Quote> {
     const key = `${merchantId} ${req.warehouseId}`;
@@ -186,22 +186,16 @@ export class QuotesService {
     const { row, quote, event, endpointIds } = plan;
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
     // With a key, its outcome is stored by the same statement (see transfers' #createOnPostgres).
-    const stored = record?.asValues?.(quote);
+    const stored = record?.asValues(quote);
     const write = async (trx?: Transaction<DB>) => {
       if (!(await quotesRepository.insertWithEventOnPostgres(trx ?? this.#db, context, row, event, deliveries, stored))) return undefined;
       published(trx, event, deliveries.ids.length);
       return quote;
     };
-    // Without a key, or with its outcome in the statement, one statement that commits by itself: one
-    // round trip for the whole write.
-    if (!record || stored) {
-      const written = await withRetries(() => write());
-      if (written) stored?.committed();
-      return written;
-    }
-    return inTransaction(this.#db, write, async (trx, result) => {
-      if (result) await record(trx, result); // the key's outcome only with the quote it answers
-    });
+    // One statement that commits by itself, the key's outcome included: one round trip for the whole write.
+    const written = await withRetries(() => write());
+    if (written) stored?.committed();
+    return written;
   }
 
   /** At most CONTEXTS_KEPT contexts, the oldest remembered dropped first. */

@@ -240,7 +240,7 @@ export class TransfersService {
     const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, found.quote, req, now, person);
     const endpointIds = endpointsTaking(found.endpoints, event.type);
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
-    const stored = record?.asValues?.(this.#toTransfer(transfer));
+    const stored = record?.asValues(this.#toTransfer(transfer));
     const write = async (trx?: Transaction<DB>) => {
       const db = trx ?? this.#db;
       let outcome: { consumed: boolean };
@@ -265,13 +265,9 @@ export class TransfersService {
       published(trx, event, deliveries.ids.length);
       return transfer;
     };
-    if (!record) return withRetries(() => write());
-    if (stored) {
-      const row = await withRetries(() => write());
-      stored.committed();
-      return row;
-    }
-    return inTransaction(this.#db, write, (trx, row) => record(trx, this.#toTransfer(row)));
+    const row = await withRetries(() => write());
+    stored?.committed();
+    return row;
   }
 
   /**

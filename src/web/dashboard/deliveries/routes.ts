@@ -4,6 +4,7 @@ import { TRANSFER_STATES, type TransferState } from '../../../db/types.ts';
 import { AppError } from '../../../lib/errors.ts';
 import { sha256, stableStringify } from '../../../lib/stable-json.ts';
 import { compileStrict } from '../../../lib/validation.ts';
+import { keyOutcome } from '../../../modules/idempotency/outcome.ts';
 import { QuoteRequest } from '../../../modules/quotes/schemas.ts';
 import { DELIVERY_TYPES, PARCEL_SIZES } from '../../../modules/tariffs/schemas.ts';
 import { fitToBox } from '../../../modules/tracking/service.ts';
@@ -389,7 +390,8 @@ export async function deliveriesPages(app: FastifyInstance): Promise<void> {
 
   /**
    * The API's Idempotency-Key rules (IdempotencyService), with the page's answer as the stored outcome:
-   * the first submission pays and records "303 to the delivery" in the same transaction; a repeat
+   * the first submission pays and records "303 to the delivery" with the payment (in its transaction;
+   * on PostgreSQL in its one statement); a repeat
    * (or one that arrives while the first still runs) waits for that outcome and gets the same redirect.
    */
   async function payIdempotent(request: FastifyRequest, reply: FastifyReply, me: MerchantUser, key: string, body: TransferRequest) {
@@ -415,8 +417,11 @@ export async function deliveriesPages(app: FastifyInstance): Promise<void> {
         const t = await s.transfers.create(
           merchantId,
           body,
-          (trx, created) =>
-            s.idempotency.complete(merchantId, key, { status: 303, headers: { location: `/dashboard/deliveries/${created.id}` }, body: '' }, trx),
+          keyOutcome(s.idempotency, merchantId, key, (created: Transfer) => ({
+            status: 303,
+            headers: { location: `/dashboard/deliveries/${created.id}` },
+            body: '',
+          })),
           personOf(me),
         );
         return redirectWithFlash(reply, `/dashboard/deliveries/${t.id}`, `Delivery created and paid: ${money(t.totalPrice, t.currency)}.`);
