@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { inTransaction, type RecordOutcome, withRetries } from '../../db/transaction.ts';
 import type { DB, Dialect } from '../../db/types.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
@@ -187,13 +187,13 @@ export class QuotesService {
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
     // With a key, its outcome is stored by the same statement (see transfers' #createOnPostgres).
     const stored = record?.asValues(quote);
-    const write = async (trx?: Transaction<DB>) => {
-      if (!(await quotesRepository.insertWithEventOnPostgres(trx ?? this.#db, context, row, event, deliveries, stored))) return undefined;
-      published(trx, event, deliveries.ids.length);
+    // One statement that commits by itself, the key's outcome included: one round trip for the whole write.
+    const write = async () => {
+      if (!(await quotesRepository.insertWithEventOnPostgres(this.#db, context, row, event, deliveries, stored))) return undefined;
+      published(undefined, event, deliveries.ids.length);
       return quote;
     };
-    // One statement that commits by itself, the key's outcome included: one round trip for the whole write.
-    const written = await withRetries(() => write());
+    const written = await withRetries(write);
     if (written) stored?.committed();
     return written;
   }

@@ -241,11 +241,11 @@ export class TransfersService {
     const endpointIds = endpointsTaking(found.endpoints, event.type);
     const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
     const stored = record?.asValues(this.#toTransfer(transfer));
-    const write = async (trx?: Transaction<DB>) => {
-      const db = trx ?? this.#db;
+    // One statement that commits by itself, the key's outcome included.
+    const write = async () => {
       let outcome: { consumed: boolean };
       try {
-        outcome = await transfersRepository.createOnPostgres(db, {
+        outcome = await transfersRepository.createOnPostgres(this.#db, {
           quoteId: req.matchmakingId,
           transfer,
           event,
@@ -261,11 +261,11 @@ export class TransfersService {
         throw err;
       }
       // Consumed by another request, expired or its warehouse disabled since the read: nothing was written.
-      if (!outcome.consumed) throw await this.#whyNotConsumable(db, merchantId, req.matchmakingId, now);
-      published(trx, event, deliveries.ids.length);
+      if (!outcome.consumed) throw await this.#whyNotConsumable(this.#db, merchantId, req.matchmakingId, now);
+      published(undefined, event, deliveries.ids.length);
       return transfer;
     };
-    const row = await withRetries(() => write());
+    const row = await withRetries(write);
     stored?.committed();
     return row;
   }
