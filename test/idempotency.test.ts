@@ -24,6 +24,33 @@ async function setup(t: TestApp, name = 'Shop', balance = '5000') {
 const transfer = (t: TestApp, m: Merchant, body: object, key?: string) =>
   t.as(m, { method: 'POST', url: '/transfer', headers: key ? { 'idempotency-key': key } : {}, payload: body });
 
+/** What a key stores (headers and body parsed), or undefined when the key has no row. */
+async function storedOutcome(t: TestApp, merchantId: string, key: string) {
+  const row = await t.database.db
+    .selectFrom('idempotency_keys')
+    .select(['state', 'response_status', 'response_headers', 'response_body'])
+    .where('merchant_id', '=', merchantId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
+  return row && { ...row, response_headers: JSON.parse(row.response_headers ?? 'null'), response_body: JSON.parse(row.response_body ?? 'null') };
+}
+
+async function quoteCount(t: TestApp) {
+  return Number(
+    (
+      await t.database.db
+        .selectFrom('quotes')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+}
+
+/** Another instance changes the warehouse row: a pricing context remembered from it no longer holds. */
+async function touchWarehouse(t: TestApp, id: string) {
+  await sql`update warehouses set updated_at = updated_at + 1 where id = ${id}`.execute(t.database.db);
+}
+
 async function charges(t: TestApp, m: Merchant) {
   return (await t.services.merchants.ledger(m.merchantId)).entries.filter((e) => e.kind === 'CHARGE').length;
 }
@@ -276,14 +303,8 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
       }
       assert.equal(first.statusCode, 201, first.body);
       assert.equal(transactions, 0, `${key}: the write and its outcome opened no transaction`);
-      const row = await db
-        .selectFrom('idempotency_keys')
-        .select(['state', 'response_status', 'response_headers', 'response_body'])
-        .where('merchant_id', '=', m.merchantId)
-        .where('idempotency_key', '=', key)
-        .executeTakeFirstOrThrow();
       assert.deepEqual(
-        { ...row, response_headers: JSON.parse(row.response_headers ?? 'null'), response_body: JSON.parse(row.response_body ?? 'null') },
+        await storedOutcome(t, m.merchantId, key),
         {
           state: 'DONE',
           response_status: 201,
@@ -311,13 +332,8 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
     const seen: string[] = [];
     const complete = t.services.idempotency.complete.bind(t.services.idempotency);
     t.services.idempotency.complete = async (merchantId, key, response, db) => {
-      const row = await t.database.db
-        .selectFrom('idempotency_keys')
-        .select('state')
-        .where('merchant_id', '=', merchantId)
-        .where('idempotency_key', '=', key)
-        .executeTakeFirst();
-      seen.push(`${key} ${response.status} ${db ? 'in a transaction' : 'alone'}, the key ${row?.state}`);
+      const before = await storedOutcome(t, merchantId, key);
+      seen.push(`${key} ${response.status} ${db ? 'in a transaction' : 'alone'}, the key ${before?.state}`);
       return complete(merchantId, key, response, db);
     };
     try {
@@ -351,14 +367,9 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
         ['refused-used', used],
         ['refused-balance', poor],
       ] as const) {
-        const row = await t.database.db
-          .selectFrom('idempotency_keys')
-          .select(['state', 'response_status', 'response_body'])
-          .where('merchant_id', '=', m.merchantId)
-          .where('idempotency_key', '=', key)
-          .executeTakeFirstOrThrow();
+        const stored = await storedOutcome(t, m.merchantId, key);
         assert.deepEqual(
-          { ...row, response_body: JSON.parse(row.response_body ?? 'null') },
+          { state: stored?.state, response_status: stored?.response_status, response_body: stored?.response_body },
           { state: 'DONE', response_status: res.statusCode, response_body: res.json() },
         );
       }
@@ -375,29 +386,14 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
     const { m, w } = await setup(t);
     const payload = { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' };
     assert.equal((await t.as(m, { method: 'POST', url: '/options', payload })).statusCode, 201); // the context is remembered
-    // Another instance changes the warehouse row: the remembered fingerprint no longer holds.
-    await sql`update warehouses set updated_at = updated_at + 1 where id = ${w.id}`.execute(t.database.db);
-    const count = async () =>
-      Number(
-        (
-          await t.database.db
-            .selectFrom('quotes')
-            .select((eb) => eb.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
-    const before = await count();
+    await touchWarehouse(t, w.id);
+    const before = await quoteCount(t);
     const res = await t.as(m, { method: 'POST', url: '/options', headers: { 'idempotency-key': 'stale-context' }, payload });
     assert.equal(res.statusCode, 201, res.body);
-    assert.equal(await count(), before + 1, 'one quote written');
-    const row = await t.database.db
-      .selectFrom('idempotency_keys')
-      .select(['state', 'response_body'])
-      .where('merchant_id', '=', m.merchantId)
-      .where('idempotency_key', '=', 'stale-context')
-      .executeTakeFirstOrThrow();
-    assert.equal(row.state, 'DONE');
-    assert.deepEqual(JSON.parse(row.response_body ?? 'null'), res.json());
+    assert.equal(await quoteCount(t), before + 1, 'one quote written');
+    const stored = await storedOutcome(t, m.merchantId, 'stale-context');
+    assert.equal(stored?.state, 'DONE');
+    assert.deepEqual(stored?.response_body, res.json());
     const quote = await t.database.db.selectFrom('quotes').select('id').where('id', '=', res.json().id).executeTakeFirst();
     assert.ok(quote, 'the quote the key answers is the one written');
   });
@@ -406,20 +402,11 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
     const t = ctx();
     const { m, w } = await setup(t);
     const payload = { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' };
-    const count = async () =>
-      Number(
-        (
-          await t.database.db
-            .selectFrom('quotes')
-            .select((eb) => eb.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
-    const before = await count();
+    const before = await quoteCount(t);
     // The remembered context is stale (another instance changed the warehouse), and every read of it comes
     // back with fingerprints the statement's guard refuses (as if it changed again before each write):
     // three attempts, then 503.
-    await sql`update warehouses set updated_at = updated_at + 1 where id = ${w.id}`.execute(t.database.db);
+    await touchWarehouse(t, w.id);
     const read = quotesRepository.contextOnPostgres;
     quotesRepository.contextOnPostgres = async (...args) => {
       const context = await read(...args);
@@ -432,18 +419,12 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
       quotesRepository.contextOnPostgres = read;
     }
     assert.equal(res.statusCode, 503, res.body);
-    assert.equal(await count(), before, 'no quote written');
-    const row = await t.database.db
-      .selectFrom('idempotency_keys')
-      .select('state')
-      .where('merchant_id', '=', m.merchantId)
-      .where('idempotency_key', '=', 'never-holds')
-      .executeTakeFirst();
-    assert.equal(row, undefined, 'the key was released, not DONE with a quote that was never written');
+    assert.equal(await quoteCount(t), before, 'no quote written');
+    assert.equal(await storedOutcome(t, m.merchantId, 'never-holds'), undefined, 'the key was released, not DONE with a quote that was never written');
     const again = await t.as(m, { method: 'POST', url: '/options', headers: { 'idempotency-key': 'never-holds' }, payload });
     assert.equal(again.statusCode, 201, again.body);
     assert.equal(again.headers['idempotent-replayed'], undefined);
-    assert.equal(await count(), before + 1);
+    assert.equal(await quoteCount(t), before + 1);
   });
 });
 

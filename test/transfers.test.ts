@@ -418,6 +418,42 @@ describeEachStore(
   { WEBHOOK_ALLOW_PRIVATE: 'true' },
 );
 
+/**
+ * Another transaction holds the merchant's balance row as a debit or refund would (FOR NO KEY UPDATE)
+ * until release(); waited() returns once some other session waits for it.
+ */
+async function holdBalanceRow(t: TestApp, merchantId: string) {
+  let release!: () => void;
+  let locked!: (pid: number) => void;
+  const isLocked = new Promise<number>((r) => {
+    locked = r;
+  });
+  const holder = t.database.db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid from merchants where id = ${merchantId} for no key update`.execute(trx);
+    locked(rows[0].pid);
+    await new Promise<void>((r) => {
+      release = r;
+    });
+  });
+  const holderPid = await isLocked;
+  return {
+    async waited(who: string) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+          where ${holderPid}::int = any(pg_blocking_pids(pid))`.execute(t.database.db);
+        if (rows[0].n > 0) return;
+        assert.ok(Date.now() < deadline, `${who} never waited for the balance row`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    async release() {
+      release();
+      await holder;
+    },
+  };
+}
+
 describeEachStore("a merchant's transfers wait on its balance row only for the debit", (ctx, store) => {
   // On PostgreSQL a transfer is one statement, and every transfer of a merchant queues on its balance
   // row. The transfer row (and its event and deliveries) is written before the debit takes that row, so
@@ -431,31 +467,11 @@ describeEachStore("a merchant's transfers wait on its balance row only for the d
     assert.equal(first.statusCode, 201, first.body);
     const q = await quote(t, m, w.id);
 
-    // Another transaction holds the merchant's balance row as a debit would (FOR NO KEY UPDATE).
-    let release!: () => void;
-    let locked!: (pid: number) => void;
-    const isLocked = new Promise<number>((r) => {
-      locked = r;
-    });
-    const holder = t.database.db.transaction().execute(async (trx) => {
-      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid from merchants where id = ${m.merchantId} for no key update`.execute(trx);
-      locked(rows[0].pid);
-      await new Promise<void>((r) => {
-        release = r;
-      });
-    });
-    const holderPid = await isLocked;
+    const balanceRow = await holdBalanceRow(t, m.merchantId);
     const pending = t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) });
     try {
       // Until the transfer's statement waits for the holder (its debit; nothing else it does conflicts).
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
-          where ${holderPid}::int = any(pg_blocking_pids(pid))`.execute(t.database.db);
-        if (rows[0].n > 0) break;
-        assert.ok(Date.now() < deadline, 'the transfer never waited for the balance row');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await balanceRow.waited('the transfer');
       // A row with the waiting transfer's id and quote (a copy of the first transfer otherwise) must wait
       // for that transaction if, and only if, it has already inserted its own: uncommitted rows are
       // invisible, but their unique keys are not.
@@ -471,8 +487,7 @@ describeEachStore("a merchant's transfers wait on its balance row only for the d
         .catch((err: { code?: string; message?: string }) => err.code ?? err.message);
       assert.equal(probe, '55P03', 'the transfer row was not written before the debit waited (lock_not_available expected)');
     } finally {
-      release();
-      await holder;
+      await balanceRow.release();
     }
     const res = await pending;
     assert.equal(res.statusCode, 201, res.body);
@@ -488,29 +503,10 @@ describeEachStore("a merchant's transfers wait on its balance row only for the d
     assert.equal(paid.statusCode, 201, paid.body);
     const id = paid.json().id as string;
 
-    let release!: () => void;
-    let locked!: (pid: number) => void;
-    const isLocked = new Promise<number>((r) => {
-      locked = r;
-    });
-    const holder = t.database.db.transaction().execute(async (trx) => {
-      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid from merchants where id = ${m.merchantId} for no key update`.execute(trx);
-      locked(rows[0].pid);
-      await new Promise<void>((r) => {
-        release = r;
-      });
-    });
-    const holderPid = await isLocked;
+    const balanceRow = await holdBalanceRow(t, m.merchantId);
     const pending = t.as(m, { method: 'POST', url: `/transfer/${id}/cancel`, payload: { reason: 'CUSTOMER_REQUESTED' } });
     try {
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
-          where ${holderPid}::int = any(pg_blocking_pids(pid))`.execute(t.database.db);
-        if (rows[0].n > 0) break;
-        assert.ok(Date.now() < deadline, 'the cancellation never waited for the balance row');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await balanceRow.waited('the cancellation');
       // An event with the cancellation's sequence (3: quote.created, transfer.created, then this) must wait
       // for that transaction if, and only if, it has already inserted its own.
       const probe = await t.database.db
@@ -525,8 +521,7 @@ describeEachStore("a merchant's transfers wait on its balance row only for the d
         .catch((err: { code?: string; message?: string }) => err.code ?? err.message);
       assert.equal(probe, '55P03', 'the event was not written before the refund waited (lock_not_available expected)');
     } finally {
-      release();
-      await holder;
+      await balanceRow.release();
     }
     const res = await pending;
     assert.equal(res.statusCode, 200, res.body);

@@ -1,6 +1,21 @@
+import type { StoredOutcome } from '../../db/transaction.ts';
 import type { Db, IdempotencyKeysTable } from '../../db/types.ts';
 
 export type IdempotencyRow = IdempotencyKeysTable;
+
+/**
+ * complete() as a CTE of the write's own statement (PostgreSQL's quote and transfer): it stores the
+ * outcome only `when` (an SQL condition: the write happened), with updated_at = `at`. Its parameters,
+ * numbered from `first`, are outcomeParameters(outcome).
+ */
+export function completeInStatementSql(first: number, at: string, when: string): string {
+  const p = (i: number) => `$${first + i}`;
+  return `update idempotency_keys set state = 'DONE', response_status = ${p(2)}, response_headers = ${p(3)}, response_body = ${p(4)}, updated_at = ${at}
+  where merchant_id = ${p(0)} and idempotency_key = ${p(1)} and ${when}`;
+}
+
+/** completeInStatementSql's parameters, in order. */
+export const outcomeParameters = (o: Omit<StoredOutcome, 'committed'>): unknown[] => [o.merchantId, o.key, o.status, o.headers, o.body];
 
 export const idempotencyRepository = {
   /** Claims the key; false if a row for it exists already. */

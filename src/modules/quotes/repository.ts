@@ -3,6 +3,7 @@ import { fromRecord, insertRow, prepared } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { Db, EventsTable, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
+import { completeInStatementSql, outcomeParameters } from '../idempotency/repository.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
 
 export type QuoteRow = QuotesTable;
@@ -109,7 +110,7 @@ const EVENT_COLUMNS = [
  * $1 merchant, $2 warehouse, $3 warehouse fingerprint, $4 tariff version, $5 endpoints fingerprint,
  * $6 the quote, $7 the event, $8 and $9 the deliveries' ids and endpoint ids. With an outcome, also the
  * Idempotency-Key's response (as idempotencyRepository.complete stores it), written only with the quote:
- * $10 merchant, $11 key, $12 status, $13 headers, $14 body, $15 the time.
+ * $10 to $14 (outcomeParameters), $15 the time.
  */
 const insertWithEvent = (withOutcome: boolean) => `with ok as (
   select 1 from ${PRICED_FROM}
@@ -120,9 +121,7 @@ e as (insert into events (${EVENT_COLUMNS.join(', ')}) select ${fromRecord(EVENT
 d as (${deliveriesOfEventSql('e', '$8', '$9')})${
   withOutcome
     ? `,
-k as (
-  update idempotency_keys set state = 'DONE', response_status = $12, response_headers = $13, response_body = $14, updated_at = $15
-  where merchant_id = $10 and idempotency_key = $11 and exists (select 1 from ok))`
+k as (${completeInStatementSql(10, '$15', 'exists (select 1 from ok)')})`
     : ''
 }
 select count(*) as written from e`;
@@ -236,7 +235,7 @@ export const quotesRepository = {
       deliveries.ids,
       deliveries.endpointIds,
     ];
-    if (outcome) parameters.push(outcome.merchantId, outcome.key, outcome.status, outcome.headers, outcome.body, row.created_at);
+    if (outcome) parameters.push(...outcomeParameters(outcome), row.created_at);
     const text = outcome ? INSERT_WITH_EVENT_AND_OUTCOME : INSERT_WITH_EVENT;
     const result = await db.executeQuery(CompiledQuery.raw(text, parameters) as CompiledQuery<{ written: number | string }>);
     return Number(result.rows[0]?.written) === 1;

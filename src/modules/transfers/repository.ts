@@ -4,6 +4,7 @@ import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
 import type { NewEvent } from '../events/repository.ts';
+import { completeInStatementSql, outcomeParameters } from '../idempotency/repository.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
 
 export type TransferRow = TransfersTable;
@@ -131,9 +132,7 @@ l as (
   from debit, json_populate_record(null::ledger_entries, $7::json) r where $7::json is not null)${
     withOutcome
       ? `,
-k as (
-  update idempotency_keys set state = 'DONE', response_status = $12, response_headers = $13, response_body = $14, updated_at = $3
-  where merchant_id = $10 and idempotency_key = $11 and exists (select 1 from c))`
+k as (${completeInStatementSql(10, '$3', 'exists (select 1 from c)')})`
       : ''
   }
 select (select count(*) from c) as consumed, (select count(*) from t) + (select count(*) from e) + (select count(*) from d) as written,
@@ -195,7 +194,7 @@ export const transfersRepository = {
       w.deliveries.ids,
       w.deliveries.endpointIds,
     ];
-    if (outcome) parameters.push(outcome.merchantId, outcome.key, outcome.status, outcome.headers, outcome.body);
+    if (outcome) parameters.push(...outcomeParameters(outcome));
     const result = await db.executeQuery(
       CompiledQuery.raw(createStatement(definedColumns(transfer), definedColumns(event), outcome !== undefined), parameters) as CompiledQuery<{
         consumed: number | string;
