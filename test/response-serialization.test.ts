@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fastJsonStringify from 'fast-json-stringify';
 import { lazySerializers, withNullables } from '../src/http/serialization.ts';
+import { iso } from '../src/lib/clock.ts';
 import { rememberedShapes } from '../src/lib/remembered-shapes.ts';
 import { CANCELLED_TRANSFER_EXAMPLE, TRANSFER_EXAMPLE, Transfer } from '../src/modules/transfers/schemas.ts';
 import { WAREHOUSE_EXAMPLE, Warehouse } from '../src/modules/warehouses/schemas.ts';
@@ -103,4 +104,14 @@ test('lists and frozen answers are written as the default serializer writes them
   const frozen = items[1];
   assert.equal(single(frozen), fastJsonStringify(Warehouse as never)(frozen));
   assert.equal(single(open), fastJsonStringify(Warehouse as never)(open));
+});
+
+test('times are written as toISOString writes them, for instants seen again and for more new ones than are remembered', () => {
+  const start = Date.parse('2026-11-27T17:00:00.000Z');
+  const instants = Array.from({ length: 10_000 }, (_, i) => start + i * 997);
+  for (const round of [1, 2]) {
+    for (const ms of instants) assert.equal(iso(ms), new Date(ms).toISOString(), `round ${round}: ${ms}`);
+  }
+  assert.equal(iso(0), '1970-01-01T00:00:00.000Z');
+  assert.equal(iso(start), '2026-11-27T17:00:00.000Z', 'an instant remembered before the memory was emptied');
 });

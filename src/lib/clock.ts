@@ -54,14 +54,18 @@ export class ManualClock implements Clock {
 }
 
 // Lists format the same instants again on every request (created/updated times): remembered, bounded.
+// Emptied whole when full: dropping the oldest entry one at a time (keys().next()) walks past every
+// entry deleted before it, ~4 µs a call once writes keep adding new instants (docs/benchmarks.md
+// "Seventeenth pass").
 const isoStrings = new Map<number, string>();
+const ISO_STRINGS_KEPT = 4096;
 
 /** ISO 8601 UTC with milliseconds, e.g. 2026-11-21T10:00:00.000Z. */
 export const iso = (ms: number): string => {
   let text = isoStrings.get(ms);
   if (text === undefined) {
     text = new Date(ms).toISOString();
-    if (isoStrings.size >= 4096) isoStrings.delete(isoStrings.keys().next().value as number);
+    if (isoStrings.size >= ISO_STRINGS_KEPT) isoStrings.clear();
     isoStrings.set(ms, text);
   }
   return text;
