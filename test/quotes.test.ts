@@ -190,15 +190,28 @@ describeEachStore('POST /options', (ctx, store) => {
       await other.services.tariffs.set(doc);
       assert.equal((await quote(t, m, w.id)).products.standard.common.price.service_fee_total, '99.00', 'priced with the tariff in force');
 
+      const takers = async () => {
+        const announced = await quote(t, m, w.id);
+        const rows = await t.database.db.selectFrom('webhook_deliveries').select('endpoint_id').where('message_id', '=', announced.event_id).execute();
+        return rows.map((d) => d.endpoint_id).sort();
+      };
       const ep = await other.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/hook' } });
       assert.equal(ep.statusCode, 201, ep.body);
-      const announced = await quote(t, m, w.id);
-      const deliveries = await t.database.db.selectFrom('webhook_deliveries').select('endpoint_id').where('message_id', '=', announced.event_id).execute();
-      assert.deepEqual(
-        deliveries.map((d) => d.endpoint_id),
-        [ep.json().id],
-        'the new endpoint takes the event',
-      );
+      assert.deepEqual(await takers(), [ep.json().id], 'the new endpoint takes the event (priced before without any)');
+      const second = await other.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/second' } });
+      assert.equal(second.statusCode, 201, second.body);
+      assert.deepEqual(await takers(), [ep.json().id, second.json().id].sort(), 'both endpoints take it (priced before with one)');
+      const disabled = await other.as(m, {
+        method: 'PUT',
+        url: `/webhook-endpoints/${ep.json().id}`,
+        payload: { url: 'http://127.0.0.1:9/hook', status: 'DISABLED' },
+      });
+      assert.equal(disabled.statusCode, 200, disabled.body);
+      assert.deepEqual(await takers(), [second.json().id], 'a disabled endpoint no longer takes it');
+      for (const id of [ep.json().id, second.json().id]) {
+        assert.equal((await other.as(m, { method: 'DELETE', url: `/webhook-endpoints/${id}` })).statusCode, 204);
+      }
+      assert.deepEqual(await takers(), [], 'with the endpoints gone, no deliveries');
 
       assert.equal((await put({ status: 'DISABLED', locationMetadata: WAREHOUSE_META })).statusCode, 200);
       const refused = await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(w.id) });
@@ -208,7 +221,7 @@ describeEachStore('POST /options', (ctx, store) => {
       assert.equal((await put({ status: 'ACTIVE', locationMetadata: WAREHOUSE_META })).statusCode, 200);
       assert.equal((await quote(t, m, w.id)).distanceMeters, 11_120, 'quoted again once ACTIVE');
       const stored = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).execute();
-      assert.equal(stored.length, 5, 'one row per answered quote, none for the refusal');
+      assert.equal(stored.length, 8, 'one row per answered quote, none for the refusal');
     } finally {
       await t.services.tariffs.set(tariff.document); // restore for the other tests of this suite
       await other.close();

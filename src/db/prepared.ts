@@ -81,11 +81,16 @@ type Table = keyof DB & string;
 export const definedColumns = (row: object): string[] => Object.entries(row).flatMap(([k, v]) => (v === undefined ? [] : [k]));
 
 /**
- * PostgreSQL: the select list of `insert into t (columns) select <this> from json_populate_record(null::t, $n::json) r`,
- * where a row travels as one JSON parameter typed by the table (no cast per column), so the insert can
- * select FROM another CTE and happen only with it.
+ * PostgreSQL: `$first, $first+1, …`, one per column, the select list of `insert into t (columns) select
+ * <this> from c`, so the row is inserted only with another CTE's row. PostgreSQL types each parameter by
+ * the column it goes into; rowValues gives the values in the same order. (A row sent as one JSON
+ * parameter through json_populate_record cost the database ~70 µs more a quote: docs/benchmarks.md
+ * "Seventeenth pass".)
  */
-export const fromRecord = (columns: readonly string[]): string => columns.map((c) => `r.${c}`).join(', ');
+export const placeholders = (columns: readonly string[], first: number): string => columns.map((_, i) => `$${first + i}`).join(', ');
+
+/** The row's values for `columns`, in order: the parameters placeholders() names. */
+export const rowValues = (row: object, columns: readonly string[]): unknown[] => columns.map((c) => (row as Record<string, unknown>)[c]);
 // One compiled INSERT per database, table and set of columns present (the row's own keys, so a column
 // added later is never dropped): keyed by the adapter, then by "table returning? col,col,...".
 const inserts = new WeakMap<object, Map<string, { query: CompiledQuery; columns: string[] }>>();

@@ -1,5 +1,5 @@
 import { CompiledQuery, type Transaction } from 'kysely';
-import { definedColumns, everyColumn, fromRecord, insertRow, prepared } from '../../db/prepared.ts';
+import { definedColumns, everyColumn, insertRow, placeholders, prepared, rowValues } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
@@ -105,34 +105,44 @@ const INSUFFICIENT_BALANCE_GUARD = '22012';
 /** createOnPostgres failed because the merchant's balance does not cover the price (nothing was written). */
 export const isInsufficientBalanceGuard = (err: unknown) => (err as { code?: string })?.code === INSUFFICIENT_BALANCE_GUARD;
 
-// createOnPostgres's statement, per set of columns (the rows' keys; the same on every call in practice)
-// and with or without an Idempotency-Key's outcome. Rows travel as JSON objects that json_populate_record
-// turns into the table's types, so the inserts can select FROM the debit (and happen only with it)
-// without a cast per column.
+const LEDGER_COLUMNS = ['id', 'merchant_id', 'kind', 'amount', 'transfer_id', 'note', 'created_at'] as const satisfies ReadonlyArray<
+  keyof Omit<LedgerEntriesTable, 'balance_after'>
+>;
+
+// createOnPostgres's statement, per set of columns (the rows' keys; the same on every call in practice),
+// with or without a ledger entry and an Idempotency-Key's outcome. Its parameters: $1 quote, $2 merchant,
+// $3 time, $4 balance change, $5 and $6 the deliveries' ids and endpoint ids, then the outcome's
+// (outcomeParameters), then the transfer's columns, the event's and the ledger entry's (placeholders).
 const createStatements = new Map<string, string>();
-function createStatement(transferColumns: string[], eventColumns: string[], withOutcome: boolean): string {
-  const key = `${transferColumns.join(',')} ${eventColumns.join(',')} ${withOutcome}`;
+function createStatement(transferColumns: string[], eventColumns: string[], withLedger: boolean, withOutcome: boolean): string {
+  const key = `${transferColumns.join(',')} ${eventColumns.join(',')} ${withLedger} ${withOutcome}`;
   let text = createStatements.get(key);
   if (text) return text;
+  const transferFirst = withOutcome ? 12 : 7;
+  const eventFirst = transferFirst + transferColumns.length;
+  const ledger = (i: number) => `$${eventFirst + eventColumns.length + i}`;
   text = `with c as (
   update quotes set status = 'consumed', consumed_at = $3 where merchant_id = $2 and id = $1 and status = 'pending' and expires_at > $3
   and exists (select 1 from warehouses w where w.id = quotes.warehouse_id and w.merchant_id = $2 and w.status = 'ACTIVE') returning id),
 t as (
-  insert into transfers (${transferColumns.join(', ')}) select ${fromRecord(transferColumns)} from c, json_populate_record(null::transfers, $5::json) r returning 1),
+  insert into transfers (${transferColumns.join(', ')}) select ${placeholders(transferColumns, transferFirst)} from c returning 1),
 e as (
-  insert into events (${eventColumns.join(', ')}) select ${fromRecord(eventColumns)} from c, json_populate_record(null::events, $6::json) r
+  insert into events (${eventColumns.join(', ')}) select ${placeholders(eventColumns, eventFirst)} from c
   returning position, id, merchant_id, type, occurred_at),
-d as (${deliveriesOfEventSql('e', '$8', '$9')} returning 1),
+d as (${deliveriesOfEventSql('e', '$5', '$6')} returning 1),
 debit as (
   update merchants set balance = balance + $4, updated_at = $3
-  where id = $2 and balance + $4 >= 0 and balance + $4 <= ${Number.MAX_SAFE_INTEGER} and exists (select 1 from c) returning balance),
+  where id = $2 and balance + $4 >= 0 and balance + $4 <= ${Number.MAX_SAFE_INTEGER} and exists (select 1 from c) returning balance)${
+    withLedger
+      ? `,
 l as (
-  insert into ledger_entries (id, merchant_id, kind, amount, balance_after, transfer_id, note, created_at)
-  select r.id, r.merchant_id, r.kind, r.amount, debit.balance, r.transfer_id, r.note, r.created_at
-  from debit, json_populate_record(null::ledger_entries, $7::json) r where $7::json is not null)${
+  insert into ledger_entries (${LEDGER_COLUMNS.join(', ')}, balance_after)
+  select ${LEDGER_COLUMNS.map((_, i) => ledger(i)).join(', ')}, debit.balance from debit)`
+      : ''
+  }${
     withOutcome
       ? `,
-k as (${completeInStatementSql(10, '$3', 'exists (select 1 from c)')})`
+k as (${completeInStatementSql(7, '$3', 'exists (select 1 from c)')})`
       : ''
   }
 select (select count(*) from c) as consumed, (select count(*) from t) + (select count(*) from e) + (select count(*) from d) as written,
@@ -183,20 +193,14 @@ export const transfersRepository = {
     },
   ): Promise<{ consumed: boolean }> {
     const { transfer, event, ledger, outcome } = w;
-    const parameters: unknown[] = [
-      w.quoteId,
-      transfer.merchant_id,
-      w.at,
-      w.delta,
-      JSON.stringify(transfer),
-      JSON.stringify(event),
-      ledger ? JSON.stringify(ledger) : null,
-      w.deliveries.ids,
-      w.deliveries.endpointIds,
-    ];
+    const transferColumns = definedColumns(transfer);
+    const eventColumns = definedColumns(event);
+    const parameters: unknown[] = [w.quoteId, transfer.merchant_id, w.at, w.delta, w.deliveries.ids, w.deliveries.endpointIds];
     if (outcome) parameters.push(...outcomeParameters(outcome));
+    parameters.push(...rowValues(transfer, transferColumns), ...rowValues(event, eventColumns));
+    if (ledger) parameters.push(...rowValues(ledger, LEDGER_COLUMNS));
     const result = await db.executeQuery(
-      CompiledQuery.raw(createStatement(definedColumns(transfer), definedColumns(event), outcome !== undefined), parameters) as CompiledQuery<{
+      CompiledQuery.raw(createStatement(transferColumns, eventColumns, ledger !== undefined, outcome !== undefined), parameters) as CompiledQuery<{
         consumed: number | string;
       }>,
     );
