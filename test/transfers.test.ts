@@ -104,6 +104,36 @@ describeEachStore('POST /transfer and GET /transfer/{id}', (ctx) => {
     assert.equal(balance, '3918.88');
   });
 
+  test('a free product (a tariff that prices it at 0.00) is paid with no ledger entry; the transfer and its event are written', async () => {
+    const t = ctx();
+    const tariff = await t.services.tariffs.current();
+    const doc = structuredClone(tariff.document);
+    Object.assign(doc.products.standard, { baseFee: 0, perKmFee: 0, serviceFee: 0, stopFee: 0 });
+    await t.services.tariffs.set(doc);
+    try {
+      const { m, w } = await setup(t, '1000');
+      const q = await quote(t, m, w.id);
+      assert.equal(q.products.standard.common.price.payable_amount, '0.00');
+      const res = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id) });
+      assert.equal(res.statusCode, 201, res.body);
+      assert.equal(res.json().totalPrice, 0);
+      const { balance, entries } = await money(t, m);
+      assert.equal(balance, '1000.00');
+      assert.deepEqual(
+        entries.map((e) => e.kind),
+        ['TOP_UP'],
+      );
+      const events = await t.database.db.selectFrom('events').select('type').where('transfer_id', '=', q.transfer_id).orderBy('sequence').execute();
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['quote.created', 'transfer.created'],
+      );
+      assert.equal(await quoteStatus(t, q.id), 'consumed');
+    } finally {
+      await t.services.tariffs.set(tariff.document); // restore for the other tests of this suite
+    }
+  });
+
   test('QUOTE_ALREADY_USED: 409 with the transfer id; nothing changes', async () => {
     const t = ctx();
     const { m, w } = await setup(t);
