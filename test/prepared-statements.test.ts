@@ -8,9 +8,10 @@ import type { Db } from '../src/db/types.ts';
 import { createMerchant, openStore } from './helpers/server-process.ts';
 import { connectionsProvided, createStore, postgresOnly } from './helpers/stores.ts';
 
-// The quote's and the transfer's statements go as named prepared statements on PostgreSQL (parsed and
-// planned once per connection), unless DATABASE_PREPARED_STATEMENTS=false (PgBouncer in transaction mode).
-// One connection in the pool, so the session that ran them is the one asked.
+// The quote's and the transfer's statements, and the compiled statements that spell out their columns
+// (the hot reads), go as named prepared statements on PostgreSQL (parsed and planned once per
+// connection), unless DATABASE_PREPARED_STATEMENTS=false (PgBouncer in transaction mode). One connection
+// in the pool, so the session that ran them is the one asked.
 describe('hot PostgreSQL statements are prepared once per connection', { skip: postgresOnly('prepared statements') }, () => {
   for (const setting of ['true', 'false'] as const) {
     test(`DATABASE_PREPARED_STATEMENTS=${setting}`, async (t) => {
@@ -22,10 +23,16 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
       });
       const m = await createMerchant(access, 'Prepared shop', '1000');
       const warehouse = await access.services.warehouses.create(m.merchantId, warehouseBody() as never);
+      let last = '';
       for (let i = 0; i < 3; i++) {
         const quote = await access.services.quotes.create(m.merchantId, moscowQuoteBody(warehouse.id, i) as never);
-        await access.services.transfers.create(m.merchantId, transferBody(quote.id) as never);
+        last = (await access.services.transfers.create(m.merchantId, transferBody(quote.id) as never)).id;
       }
+      // The hot reads: one warehouse, every warehouse, one transfer, the newest transfers.
+      assert.equal((await access.services.warehouses.get(m.merchantId, warehouse.id)).id, warehouse.id);
+      assert.equal((await access.services.warehouses.list(m.merchantId, {})).items.length, 1);
+      assert.equal((await access.services.transfers.get(m.merchantId, last)).id, last);
+      assert.equal((await access.services.transfers.list(m.merchantId, {})).items.length, 3);
       const { rows } = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements order by name`.execute(
         access.database.db,
       );
@@ -34,7 +41,26 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
         assert.deepEqual(ours, []);
         return;
       }
-      assert.equal(ours.length, 3, JSON.stringify(rows.map((r) => r.statement.slice(0, 40))));
+      const starts = ours.map((r) => r.statement.replace(/\s+/g, ' ').slice(0, 60));
+      for (const [start, what] of [
+        ['select "id", "merchant_id", "name"', 'the warehouse reads (one, and the list)'],
+        ['update "merchants" set "balance"', 'the top-up'],
+      ] as const) {
+        assert.ok(
+          starts.some((s) => s.startsWith(start)),
+          `${what}: ${JSON.stringify(starts)}`,
+        );
+      }
+      const reads = ours.filter((r) => /^select "id", /.test(r.statement));
+      assert.deepEqual(
+        reads.map((r) => /from "(\w+)"/.exec(r.statement)?.[1]).sort(),
+        ['transfers', 'transfers', 'warehouses', 'warehouses'],
+        'one warehouse, every warehouse, one transfer, the newest transfers',
+      );
+      assert.ok(
+        ours.every((r) => !/(select|returning) \*|\.\*/i.test(r.statement.replace(/"/g, ''))),
+        'no statement that selects `*` is prepared: a migration would change its result type',
+      );
       assert.ok(
         ours.some((r) => r.statement.startsWith('with ok as (')),
         'the quote',

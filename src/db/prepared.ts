@@ -1,4 +1,5 @@
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';
+import { reusedStatement } from './reused-statements.ts';
 import type { DB, Db } from './types.ts';
 
 /**
@@ -34,6 +35,9 @@ export function prepared<Args extends unknown[], Row>(build: (db: Kysely<DB>, ar
     let entry = compiled.get(key);
     if (!entry) {
       const query = build(db as Kysely<DB>, ((i: number) => new Slot(i)) as never).compile();
+      // Sent as a named prepared statement on PostgreSQL (parsed and planned once per connection) when
+      // its columns are spelled out: a `*` would change its result type with a migration (reusedStatement).
+      if (!query.sql.includes('*')) reusedStatement(query.sql);
       entry = { query, slots: query.parameters.map((p) => (p instanceof Slot ? p.index : undefined)) };
       compiled.set(key, entry);
     }
