@@ -33,6 +33,8 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
       assert.equal((await access.services.warehouses.list(m.merchantId, {})).items.length, 1);
       assert.equal((await access.services.transfers.get(m.merchantId, last)).id, last);
       assert.equal((await access.services.transfers.list(m.merchantId, {})).items.length, 3);
+      // A cancellation writes its event and its refund's ledger entry with compiled inserts (insertRow).
+      assert.equal((await access.services.transfers.cancel(m.merchantId, last, { reason: 'CUSTOMER_REQUESTED' })).state, 'cancelled');
       const { rows } = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements order by name`.execute(
         access.database.db,
       );
@@ -44,7 +46,9 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
       const starts = ours.map((r) => r.statement.replace(/\s+/g, ' ').slice(0, 60));
       for (const [start, what] of [
         ['select "id", "merchant_id", "name"', 'the warehouse reads (one, and the list)'],
-        ['update "merchants" set "balance"', 'the top-up'],
+        ['update "merchants" set "balance"', 'the top-up and the refund'],
+        ['insert into "events" ("id"', "the cancellation's event"],
+        ['insert into "ledger_entries" ("id"', "the refund's ledger entry"],
       ] as const) {
         assert.ok(
           starts.some((s) => s.startsWith(start)),
@@ -54,8 +58,8 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
       const reads = ours.filter((r) => /^select "id", /.test(r.statement));
       assert.deepEqual(
         reads.map((r) => /from "(\w+)"/.exec(r.statement)?.[1]).sort(),
-        ['transfers', 'transfers', 'warehouses', 'warehouses'],
-        'one warehouse, every warehouse, one transfer, the newest transfers',
+        ['transfers', 'transfers', 'warehouses', 'warehouses', 'webhook_endpoints'],
+        "one warehouse, every warehouse, one transfer, the newest transfers; the cancellation's event's endpoints",
       );
       assert.ok(
         ours.every((r) => !/(select|returning) \*|\.\*/i.test(r.statement.replace(/"/g, ''))),
@@ -74,9 +78,13 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
         'the transfer',
       );
       const balance = await access.database.db.selectFrom('merchants').select('balance').where('id', '=', m.merchantId).executeTakeFirstOrThrow();
-      const transfers = await access.database.db.selectFrom('transfers').select('total_amount').where('merchant_id', '=', m.merchantId).execute();
+      const transfers = await access.database.db
+        .selectFrom('transfers')
+        .select(['total_amount', 'refunded_amount'])
+        .where('merchant_id', '=', m.merchantId)
+        .execute();
       assert.equal(transfers.length, 3);
-      assert.equal(balance.balance, m.openingMinor - transfers.reduce((s, x) => s + x.total_amount, 0));
+      assert.equal(balance.balance, m.openingMinor - transfers.reduce((s, x) => s + x.total_amount - x.refunded_amount, 0));
     });
   }
 });

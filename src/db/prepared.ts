@@ -122,6 +122,7 @@ export async function insertRow<T extends Table>(db: Db, table: T, insert: objec
     if (query.parameters.length !== columns.length || query.parameters.some((p, i) => !(p instanceof Slot) || p.index !== i)) {
       throw new Error(`insertRow(${table}): the compiled statement does not bind one value per column in order`);
     }
+    reusedStatement(query.sql); // its columns, and those it returns, are named: prepared once per connection on PostgreSQL
     entry = { query, columns };
     byShape.set(shape, entry);
   }
