@@ -33,6 +33,9 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
       assert.equal((await access.services.warehouses.list(m.merchantId, {})).items.length, 1);
       assert.equal((await access.services.transfers.get(m.merchantId, last)).id, last);
       assert.equal((await access.services.transfers.list(m.merchantId, {})).items.length, 3);
+      // An Idempotency-Key's claim, then the same key again (claimed already).
+      assert.deepEqual(await access.services.idempotency.begin(m.merchantId, 'prepared-key', 'hash'), { kind: 'proceed' });
+      await assert.rejects(access.services.idempotency.begin(m.merchantId, 'prepared-key', 'hash'), { code: 'IDEMPOTENCY_KEY_IN_USE' });
       // A cancellation writes its event and its refund's ledger entry with compiled inserts (insertRow).
       assert.equal((await access.services.transfers.cancel(m.merchantId, last, { reason: 'CUSTOMER_REQUESTED' })).state, 'cancelled');
       const { rows } = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements order by name`.execute(
@@ -48,6 +51,7 @@ describe('hot PostgreSQL statements are prepared once per connection', { skip: p
         ['select "id", "merchant_id", "name"', 'the warehouse reads (one, and the list)'],
         ['update "merchants" set "balance"', 'the top-up and the refund'],
         ['insert into "events" ("id"', "the cancellation's event"],
+        ['insert into "idempotency_keys" (', "an Idempotency-Key's claim"],
         ['insert into "ledger_entries" ("id"', "the refund's ledger entry"],
       ] as const) {
         assert.ok(

@@ -1,3 +1,4 @@
+import { prepared } from '../../db/prepared.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { Db, IdempotencyKeysTable } from '../../db/types.ts';
 
@@ -17,15 +18,29 @@ export function completeInStatementSql(first: number, at: string, when: string):
 /** completeInStatementSql's parameters, in order. */
 export const outcomeParameters = (o: Omit<StoredOutcome, 'committed'>): unknown[] => [o.merchantId, o.key, o.status, o.headers, o.body];
 
+// A key's claim, compiled once (a named prepared statement on PostgreSQL): $merchant, $key, $hash, $at.
+const claimKey = prepared<[string, string, string, number], { merchant_id: string }>((db, arg) =>
+  db
+    .insertInto('idempotency_keys')
+    .values({
+      merchant_id: arg(0),
+      idempotency_key: arg(1),
+      request_hash: arg(2),
+      state: 'IN_PROGRESS',
+      response_status: null,
+      response_headers: null,
+      response_body: null,
+      created_at: arg(3),
+      updated_at: arg(3),
+    })
+    .onConflict((oc) => oc.columns(['merchant_id', 'idempotency_key']).doNothing())
+    .returning('merchant_id'),
+);
+
 export const idempotencyRepository = {
-  /** Claims the key; false if a row for it exists already. */
-  async claim(db: Db, row: IdempotencyRow): Promise<boolean> {
-    const r = await db
-      .insertInto('idempotency_keys')
-      .values(row)
-      .onConflict((oc) => oc.columns(['merchant_id', 'idempotency_key']).doNothing())
-      .executeTakeFirst();
-    return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  /** Claims the key (IN_PROGRESS, for this request's hash); false if a row for it exists already. */
+  async claim(db: Db, merchantId: string, key: string, requestHash: string, at: number): Promise<boolean> {
+    return (await claimKey.rows(db, merchantId, key, requestHash, at)).length > 0;
   },
 
   async find(db: Db, merchantId: string, key: string): Promise<IdempotencyRow | undefined> {

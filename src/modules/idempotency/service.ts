@@ -34,20 +34,9 @@ export class IdempotencyService {
 
   async begin(merchantId: string, key: string, requestHash: string): Promise<BeginResult> {
     const now = this.#clock.now();
-    const fresh = {
-      merchant_id: merchantId,
-      idempotency_key: key,
-      request_hash: requestHash,
-      state: 'IN_PROGRESS' as const,
-      response_status: null,
-      response_headers: null,
-      response_body: null,
-      created_at: now,
-      updated_at: now,
-    };
     let claimed: boolean;
     try {
-      claimed = await idempotencyRepository.claim(this.#db, fresh);
+      claimed = await idempotencyRepository.claim(this.#db, merchantId, key, requestHash, now);
     } catch (err) {
       // The claim may have committed with its answer lost (the connection died): undo it once the database
       // is back, or every retry with this key would be IDEMPOTENCY_KEY_IN_USE until it counts as abandoned.
