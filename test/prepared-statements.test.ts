@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { prepared } from '../src/db/prepared.ts';
+import { insertRow, prepared } from '../src/db/prepared.ts';
 import type { Db } from '../src/db/types.ts';
 import { createMerchant, openStore } from './helpers/server-process.ts';
 import { connectionsProvided, createStore, postgresOnly } from './helpers/stores.ts';
@@ -120,4 +120,38 @@ test('a compiled read on PostgreSQL: from the pool outside a transaction, on its
   assert.deepEqual(await values(database.db), ['a', 'b']);
   await db.schema.dropTable('t').execute();
   await assert.rejects(values(database.db), { code: '42P01' }, "the database's error, as through Kysely");
+});
+
+// A compiled statement goes named only when it spells out its columns: a `*` would change its result
+// type when a migration adds a column, and PostgreSQL would then refuse the prepared statement.
+test('a compiled statement on PostgreSQL is prepared once per connection only when it names its columns', {
+  skip: postgresOnly('prepared statements'),
+}, async (t) => {
+  const store = await createStore('postgres');
+  const database = openDatabase({ url: store.url, schema: store.schema, poolSize: 1 });
+  t.after(async () => {
+    await database.close();
+    await store.cleanup();
+  });
+  const db = database.db as unknown as Kysely<any>;
+  await db.schema.createTable('t').addColumn('v', 'text').execute();
+  const named = prepared<[string], { v: string }>((d, arg) => (d as unknown as Kysely<any>).selectFrom('t').select('v').where('v', '>=', arg(0)) as never);
+  const star = prepared<[string], { v: string }>((d, arg) => (d as unknown as Kysely<any>).selectFrom('t').selectAll().where('v', '<=', arg(0)) as never);
+  await insertRow(database.db, 't' as never, { v: 'a' });
+  await insertRow(database.db, 't' as never, { v: 'b' }, 'v');
+  assert.deepEqual(
+    (await named.rows(database.db, 'a')).map((r) => r.v),
+    ['a', 'b'],
+  );
+  assert.deepEqual(
+    (await star.rows(database.db, 'b')).map((r) => r.v),
+    ['a', 'b'],
+  );
+  const { rows } = await sql<{ statement: string }>`select statement from pg_prepared_statements where name like 'mds\_%' order by statement`.execute(
+    database.db,
+  );
+  assert.deepEqual(
+    rows.map((r) => r.statement),
+    ['insert into "t" ("v") values ($1)', 'insert into "t" ("v") values ($1) returning "v"', 'select "v" from "t" where "v" >= $1'],
+  );
 });

@@ -8,7 +8,10 @@ import type { DB, Db } from './types.ts';
  * query synchronously when the connection is free, exactly where Kysely would have run it (undefined:
  * it cannot now, Kysely runs it). PostgreSQL registers its pool's query, which takes any free
  * connection as Kysely's root database does. Either spares a hot read the executor's promises and
- * objects (~5.8 KiB a request, docs/benchmarks.md "Ninth pass").
+ * objects (~5.8 KiB a request, docs/benchmarks.md "Ninth pass"). A compiled write (the balance update,
+ * an Idempotency-Key's claim) goes the same way on PostgreSQL, as one statement that commits by itself,
+ * as it would through Kysely; the pool then discards a connection whose statement failed. SQLite's
+ * readNow refuses anything that writes.
  */
 export const directReads = new WeakMap<object, (sql: string, parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined>();
 
@@ -88,8 +91,9 @@ export const definedColumns = (row: object): string[] => Object.entries(row).fla
  * PostgreSQL: `$first, $first+1, …`, one per column, the select list of `insert into t (columns) select
  * <this> from c`, so the row is inserted only with another CTE's row. PostgreSQL types each parameter by
  * the column it goes into; rowValues gives the values in the same order. (A row sent as one JSON
- * parameter through json_populate_record cost the database ~70 µs more a quote: docs/benchmarks.md
- * "Seventeenth pass".)
+ * parameter through json_populate_record cost the database 40–70 µs more a quote: docs/benchmarks.md
+ * "Seventeenth pass".) The types are fixed when the statement is prepared: see docs/deployment.md on
+ * migrations that change a column's type.
  */
 export const placeholders = (columns: readonly string[], first: number): string => columns.map((_, i) => `$${first + i}`).join(', ');
 
@@ -122,7 +126,8 @@ export async function insertRow<T extends Table>(db: Db, table: T, insert: objec
     if (query.parameters.length !== columns.length || query.parameters.some((p, i) => !(p instanceof Slot) || p.index !== i)) {
       throw new Error(`insertRow(${table}): the compiled statement does not bind one value per column in order`);
     }
-    reusedStatement(query.sql); // its columns, and those it returns, are named: prepared once per connection on PostgreSQL
+    // Names its columns and the one it returns (`returning` is a column's name): prepared once per connection on PostgreSQL.
+    reusedStatement(query.sql);
     entry = { query, columns };
     byShape.set(shape, entry);
   }

@@ -63,7 +63,8 @@ const ENABLED_ENDPOINTS = (merchant: string) => `(
     from webhook_endpoints e where e.merchant_id = ${merchant} and e.status = 'ENABLED')`;
 // What a PostgreSQL quote depends on, as one FROM clause over the warehouse `w` (merchant $1, id $2):
 // the tariff version in force `t` and the merchant's enabled endpoints `ep`. Read by contextOnPostgres
-// with the fingerprints below, and checked again with the same expressions by the write's guard.
+// with the fingerprints below, and checked again with the same expressions by the write's guard (for a
+// context read with no endpoints, by `not exists` of an enabled one: see insertWithEvent).
 const WAREHOUSE_AND_TARIFF = `warehouses w
   cross join lateral (select max(version) as version from tariffs) t`;
 const THE_WAREHOUSE = 'where w.merchant_id = $1 and w.id = $2';
