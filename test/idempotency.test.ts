@@ -8,17 +8,17 @@ import { describeEachStore, type Merchant, type TestApp, warehouseBody } from '.
 const DESTINATION = { lat: 0, lng: 0.1, display_name: 'Destination 5', city: 'Gulf' };
 const RECIPIENT = { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' };
 
+/** The quote request every test here sends, from the warehouse `warehouseId`. */
+const quoteBody = (warehouseId: string) => ({ destinationLocation: DESTINATION, warehouseId, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' });
+
+/** A new quote from the warehouse, without an Idempotency-Key. */
+const newQuote = async (t: TestApp, m: Merchant, warehouseId: string) =>
+  (await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(warehouseId) })).json();
+
 async function setup(t: TestApp, name = 'Shop', balance = '5000') {
   const m = await t.merchant(name, balance);
   const w = (await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ locationMetadata: { display_name: 'W', lat: 0, lng: 0 } }) })).json();
-  const q = (
-    await t.as(m, {
-      method: 'POST',
-      url: '/options',
-      payload: { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' },
-    })
-  ).json();
-  return { m, w, q };
+  return { m, w, q: await newQuote(t, m, w.id) };
 }
 
 const transfer = (t: TestApp, m: Merchant, body: object, key?: string) =>
@@ -205,10 +205,9 @@ describeEachStore('Idempotency-Key outcomes are written once', (ctx, store) => {
       return complete(merchantId, key, response, db);
     };
     try {
-      const quoteBody = { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' };
       const body = { matchmakingId: q.id, productKey: 'standard', description: 'Books', recipientInfo: RECIPIENT };
       const requests = [
-        { key: 'once-quote', req: { method: 'POST' as const, url: '/options', payload: quoteBody }, status: 201 },
+        { key: 'once-quote', req: { method: 'POST' as const, url: '/options', payload: quoteBody(w.id) }, status: 201 },
         { key: 'once-warehouse', req: { method: 'POST' as const, url: '/warehouses', payload: warehouseBody({ name: 'Once more' }) }, status: 201 },
         { key: 'once-transfer', req: { method: 'POST' as const, url: '/transfer', payload: body }, status: 201 },
         // The quote is used now: a refusal, stored as it was sent.
@@ -275,7 +274,7 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
         req: {
           method: 'POST' as const,
           url: '/options',
-          payload: { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' },
+          payload: quoteBody(w.id),
         },
       },
       {
@@ -353,13 +352,7 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
         quotesRepository.forTransfer = read;
       }
       assert.equal(used.statusCode, 409, used.body);
-      const q2 = (
-        await t.as(m, {
-          method: 'POST',
-          url: '/options',
-          payload: { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' },
-        })
-      ).json();
+      const q2 = await newQuote(t, m, w.id);
       const poor = await transfer(t, m, body(q2.id), 'refused-balance');
       assert.equal(poor.statusCode, 402, poor.body);
       assert.deepEqual(seen, ['refused-used 409 alone, the key IN_PROGRESS', 'refused-balance 402 alone, the key IN_PROGRESS']);
@@ -384,7 +377,7 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
   test('a keyed quote whose remembered context went stale is priced again; the key answers the quote written, once', { skip }, async () => {
     const t = ctx();
     const { m, w } = await setup(t);
-    const payload = { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' };
+    const payload = quoteBody(w.id);
     assert.equal((await t.as(m, { method: 'POST', url: '/options', payload })).statusCode, 201); // the context is remembered
     await touchWarehouse(t, w.id);
     const before = await quoteCount(t);
@@ -401,7 +394,7 @@ describeEachStore('a keyed quote or transfer on PostgreSQL is one statement, its
   test('a keyed quote whose context never holds is 503 with nothing stored: the key is released, and a retry with it runs again', { skip }, async () => {
     const t = ctx();
     const { m, w } = await setup(t);
-    const payload = { destinationLocation: DESTINATION, warehouseId: w.id, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' };
+    const payload = quoteBody(w.id);
     const before = await quoteCount(t);
     // The remembered context is stale (another instance changed the warehouse), and every read of it comes
     // back with fingerprints the statement's guard refuses (as if it changed again before each write):

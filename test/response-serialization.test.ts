@@ -113,5 +113,5 @@ test('times are written as toISOString writes them, for instants seen again and 
     for (const ms of instants) assert.equal(iso(ms), new Date(ms).toISOString(), `round ${round}: ${ms}`);
   }
   assert.equal(iso(0), '1970-01-01T00:00:00.000Z');
-  assert.equal(iso(start), '2026-11-27T17:00:00.000Z', 'an instant remembered before the memory was emptied');
+  assert.equal(iso(start), '2026-11-27T17:00:00.000Z', 'the first instant, formatted again after the memory was emptied');
 });
