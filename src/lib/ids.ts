@@ -16,7 +16,8 @@ export function newId(): string {
     randomFillSync(pool);
     used = 0;
   }
-  const random = pool.subarray(used, (used += 16));
+  const random = pool.subarray(used, used + 16);
+  used += 16;
   const now = Date.now();
   if (now > state.msecs) {
     state.seq = ((random[6] & 0x7f) << 24) | (random[7] << 16) | (random[8] << 8) | random[9];
