@@ -51,12 +51,12 @@ const PROBE_SECONDS = SMOKE ? 0.5 : 1;
 // (a single read measured 74, 61, 60, 59 and 57 µs of CPU an answer in consecutive 4 s runs, tenth
 // pass); the floors get the same warm-up, so the two are compared in the same state.
 const WARM_UP_SECONDS = SMOKE ? 0.5 : 3;
-// Paired rounds: each target row and its floors, alternated in short rounds (the order rotating), so that a
-// ratio to the floor compares runs seconds apart instead of minutes. The probes of a shared machine ranged
-// over 2× within one run (15 104 to 35 404 req/s, seventeenth pass): one row against a floor measured
-// minutes later moved by more than the 10 % the targets table judges.
-// The order alternates (service, floor, floor + guarantees, then the reverse) over an even number of
-// rounds, so that a steady drift of the machine favours no row of a pair.
+// Paired rounds: each target row and its floors, one right after another in short rounds, so that a ratio
+// to the floor compares runs seconds apart instead of minutes. The probes of a shared machine ranged over
+// 2× within one run (15 104 to 35 404 req/s, seventeenth pass): one row against a floor measured minutes
+// later moved by more than the 10 % the targets table judges. The order alternates (service, floor,
+// floor + guarantees, then the reverse) over an even number of rounds, so that a steady drift of the
+// machine favours no row of a pair.
 const PAIRED_ROUNDS = SMOKE ? 1 : 8;
 const PAIRED_SECONDS = SMOKE ? 0.5 : 2;
 const CONNECTIONS = Number(args.connections);
