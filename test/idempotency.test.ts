@@ -1,15 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
+import { quoteBody, RECIPIENT } from '../scripts/lib/fixtures.ts';
 import { sha256, stableStringify } from '../src/lib/stable-json.ts';
 import { quotesRepository } from '../src/modules/quotes/repository.ts';
 import { describeEachStore, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
-
-const DESTINATION = { lat: 0, lng: 0.1, display_name: 'Destination 5', city: 'Gulf' };
-const RECIPIENT = { firstName: 'Anna', lastName: 'Ivanova', phone: '+7 900 000-00-00' };
-
-/** The quote request every test here sends, from the warehouse `warehouseId`. */
-const quoteBody = (warehouseId: string) => ({ destinationLocation: DESTINATION, warehouseId, parcelSize: 'SMALL', deliveryType: 'DOOR_TO_DOOR' });
 
 /** A new quote from the warehouse, without an Idempotency-Key. */
 const newQuote = async (t: TestApp, m: Merchant, warehouseId: string) =>
