@@ -28,6 +28,8 @@ declare module 'autocannon' {
     errors: number;
     timeouts: number;
     non2xx: number;
+    /** Requests answered: per second (mean over the run) and in all. */
+    requests: { average: number; total: number };
     statusCodeStats: Record<string, { count: number }>;
   }
 

@@ -1,0 +1,154 @@
+// `node bench/instances.ts [--b-env JSON] [--a-env JSON] [--row get|list] [--rounds 8] [--seconds 3]`: what one setting
+// costs the real server, measured on two instances of `mds serve` (A and B) that differ only by environment,
+// next to the guarded floor (bench/floor.mjs, /guarded/...) on the same SQLite file. Each is pinned to CPU 0,
+// autocannon (50 connections) runs on CPU 1; per round A, the floor and B each take one run, in one order and
+// then the reverse. CPU per answer comes from /proc (the process's own user + system time).
+//
+// Two instances that differ by nothing still differ: the one started later, or the one that did not serve the
+// seeding requests, uses a few per cent less CPU an answer (docs/benchmarks.md "Nineteenth pass"). So the tool
+// runs twice, the second time with the roles swapped, and divides that order effect out: with x = B's CPU ÷ A's
+// in the first run and y the same in the second, the setting's effect is sqrt(x / y) and the order's sqrt(x · y).
+// Both instances start before the seeding (a merchant, 50 warehouses), which goes through A.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { warehouseBody } from '../scripts/lib/fixtures.ts';
+import { freePort, MDS_BIN, runMds, SERVER_ENV, SERVER_NODE_FLAGS, stopChild } from '../scripts/lib/server-process.ts';
+import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    'a-env': { type: 'string', default: '{}' },
+    'b-env': { type: 'string', default: '{}' },
+    row: { type: 'string', default: 'get' },
+    rounds: { type: 'string', default: '8' },
+    seconds: { type: 'string', default: '3' },
+  },
+});
+const ROUNDS = Number(args.rounds);
+const SECONDS = Number(args.seconds);
+if (args.row !== 'get' && args.row !== 'list') throw new Error('--row is get or list');
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+/** CPU time the process has used, in ms (user + system, from /proc; clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+const pin = (pid: number, cpu: number) => execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+
+async function listening(base: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      await fetch(`${base}/healthz`);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(`${base} did not start`);
+}
+
+interface Run {
+  rps: number;
+  cpuUs: number;
+}
+
+/** One measurement: A's and B's CPU per answer and req/s, each as a ratio to the floor's in the same round. */
+async function measure(aEnv: Record<string, string>, bEnv: Record<string, string>) {
+  const dir = mkdtempSync(join(tmpdir(), 'mds-instances-'));
+  const children: ChildProcess[] = [];
+  try {
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      ...SERVER_ENV,
+      DATABASE_URL: `sqlite:${join(dir, 'bench.sqlite')}`,
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'warn',
+      HOST: '127.0.0.1',
+      TOKEN_SIGNING_KEYS: generateSigningKey(),
+      MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000', // counted, never refused, as in npm run bench
+    };
+    await runMds(['migrate'], env);
+    const created = JSON.parse((await runMds(['merchants', 'create', '--name', 'Instances shop', '--balance', '1000', '--json'], env)).stdout);
+    const start = async (extra: Record<string, string>, script: string[]) => {
+      const port = await freePort();
+      const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...script], { env: { ...env, ...extra, PORT: String(port) }, stdio: 'inherit' });
+      children.push(child);
+      const base = `http://127.0.0.1:${port}`;
+      await listening(base);
+      pin(child.pid as number, 0);
+      return { base, pid: child.pid as number };
+    };
+    const a = await start(aEnv, [MDS_BIN, 'serve']);
+    const b = await start(bEnv, [MDS_BIN, 'serve']);
+    const token = await (
+      await fetch(`${a.base}/auth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret }),
+      })
+    ).json();
+    const headers = { authorization: `Bearer ${token.access_token}` };
+    const warehouses: Array<{ id: string; merchantId: string }> = [];
+    for (let i = 0; i < 50; i++) {
+      const res = await fetch(`${a.base}/warehouses`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify(warehouseBody({ name: `Warehouse ${i + 1}` })),
+      });
+      if (res.status !== 201) throw new Error(`seeding: ${res.status} ${await res.text()}`);
+      warehouses.push(await res.json());
+    }
+    const floor = await start({ FLOOR_MERCHANT: warehouses[0].merchantId }, [join(import.meta.dirname, 'floor.mjs')]);
+    const path = args.row === 'get' ? `/warehouses/${warehouses[0].id}` : '/warehouses';
+    const run = async (target: { base: string; pid: number }, p: string, seconds: number): Promise<Run> => {
+      const before = cpuMs(target.pid);
+      const r = await autocannon({ url: target.base + p, connections: 50, duration: seconds, headers });
+      if (r.non2xx > 0 || r.errors > 0) throw new Error(`${target.base}${p}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+      return { rps: r.requests.average, cpuUs: ((cpuMs(target.pid) - before) * 1000) / r.requests.total };
+    };
+    const targets = { a: [a, path], floor: [floor, `/guarded${path}`], b: [b, path] } as const;
+    for (const [target, p] of Object.values(targets)) await run(target, p, SECONDS); // the JIT settles
+    const ratios = { aToFloor: [] as number[], bToFloor: [] as number[], bCpuToA: [] as number[] };
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 ? (['b', 'floor', 'a'] as const) : (['a', 'floor', 'b'] as const);
+      const got: Partial<Record<keyof typeof targets, Run>> = {};
+      for (const k of order) got[k] = await run(targets[k][0], targets[k][1], SECONDS);
+      const { a: ra, floor: rf, b: rb } = got as Record<keyof typeof targets, Run>;
+      ratios.aToFloor.push(ra.rps / rf.rps);
+      ratios.bToFloor.push(rb.rps / rf.rps);
+      ratios.bCpuToA.push(rb.cpuUs / ra.cpuUs);
+      console.log(
+        `  round ${round + 1}: A ${ra.rps.toFixed(0)} req/s, ${ra.cpuUs.toFixed(1)} µs; floor + guarantees ${rf.rps.toFixed(0)}, ${rf.cpuUs.toFixed(1)}; B ${rb.rps.toFixed(0)}, ${rb.cpuUs.toFixed(1)}`,
+      );
+    }
+    return { aToFloor: median(ratios.aToFloor), bToFloor: median(ratios.bToFloor), bCpuToA: median(ratios.bCpuToA) };
+  } finally {
+    for (const child of children) await stopChild(child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const aEnv = JSON.parse(args['a-env'] as string);
+const bEnv = JSON.parse(args['b-env'] as string);
+pin(process.pid, 1);
+console.log(`A = ${JSON.stringify(aEnv)}, B = ${JSON.stringify(bEnv)}; ${args.row === 'get' ? 'GET /warehouses/{id}' : 'GET /warehouses (50)'}`);
+const first = await measure(aEnv, bEnv);
+console.log(`first run: service ÷ floor + guarantees A ${first.aToFloor.toFixed(2)}, B ${first.bToFloor.toFixed(2)}; CPU B ÷ A ${first.bCpuToA.toFixed(3)}`);
+console.log('second run, the roles swapped:');
+const second = await measure(bEnv, aEnv);
+console.log(
+  `second run: service ÷ floor + guarantees A ${second.aToFloor.toFixed(2)}, B ${second.bToFloor.toFixed(2)}; CPU B ÷ A ${second.bCpuToA.toFixed(3)}`,
+);
+const effect = Math.sqrt(first.bCpuToA / second.bCpuToA);
+const order = Math.sqrt(first.bCpuToA * second.bCpuToA);
+console.log(
+  `CPU an answer with ${JSON.stringify(bEnv)} ÷ with ${JSON.stringify(aEnv)}: ${effect.toFixed(3)} (the second instance's own advantage, divided out: ${order.toFixed(3)})`,
+);
