@@ -4,10 +4,11 @@
 // autocannon (50 connections) runs on CPU 1; per round A, the floor and B each take one run, in one order and
 // then the reverse. CPU per answer comes from /proc (the process's own user + system time).
 //
-// Two instances that differ by nothing still differ: the one started later, or the one that did not serve the
-// seeding requests, uses a few per cent less CPU an answer (docs/benchmarks.md "Nineteenth pass"). So the tool
-// runs twice, the second time with the roles swapped, and divides that order effect out: with x = B's CPU ÷ A's
-// in the first run and y the same in the second, the setting's effect is sqrt(x / y) and the order's sqrt(x · y).
+// Two instances that differ by nothing still differ by a few per cent (the one that served the seeding requests
+// pays about 4 % more a read afterwards; docs/benchmarks.md "Nineteenth pass"). So the tool runs twice, the
+// second time with the roles swapped, and divides that order effect out: with x = B's CPU ÷ A's in the first
+// run and y the same in the second, the setting's effect is sqrt(x / y) and the order effect sqrt(x · y), if the
+// order effect was the same in both runs (it is printed: it varied between 0.88 and 1.02 from pair to pair).
 // Both instances start before the seeding (a merchant, 50 warehouses), which goes through A.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -31,6 +32,7 @@ const { values: args } = parseArgs({
 const ROUNDS = Number(args.rounds);
 const SECONDS = Number(args.seconds);
 if (args.row !== 'get' && args.row !== 'list') throw new Error('--row is get or list');
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(SECONDS > 0)) throw new Error('--rounds is a whole number from 1, --seconds a number above 0');
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -43,8 +45,9 @@ const cpuMs = (pid: number) => {
 };
 const pin = (pid: number, cpu: number) => execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
 
-async function listening(base: string): Promise<void> {
+async function listening(base: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${base}: the process exited before it listened`);
     try {
       await fetch(`${base}/healthz`);
       return;
@@ -75,26 +78,31 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       TOKEN_SIGNING_KEYS: generateSigningKey(),
       MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000', // counted, never refused, as in npm run bench
     };
-    await runMds(['migrate'], env);
-    const created = JSON.parse((await runMds(['merchants', 'create', '--name', 'Instances shop', '--balance', '1000', '--json'], env)).stdout);
+    const mds = async (cliArgs: string[]) => {
+      const r = await runMds(cliArgs, env);
+      if (r.code !== 0) throw new Error(`mds ${cliArgs.join(' ')}: ${r.stderr || `exit ${r.code}`}`);
+      return r.stdout;
+    };
+    await mds(['migrate']);
+    const created = JSON.parse(await mds(['merchants', 'create', '--name', 'Instances shop', '--balance', '1000', '--json']));
     const start = async (extra: Record<string, string>, script: string[]) => {
       const port = await freePort();
       const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...script], { env: { ...env, ...extra, PORT: String(port) }, stdio: 'inherit' });
       children.push(child);
       const base = `http://127.0.0.1:${port}`;
-      await listening(base);
+      await listening(base, child);
       pin(child.pid as number, 0);
       return { base, pid: child.pid as number };
     };
     const a = await start(aEnv, [MDS_BIN, 'serve']);
     const b = await start(bEnv, [MDS_BIN, 'serve']);
-    const token = await (
-      await fetch(`${a.base}/auth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret }),
-      })
-    ).json();
+    const tokenAnswer = await fetch(`${a.base}/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret }),
+    });
+    if (tokenAnswer.status !== 200) throw new Error(`token: ${tokenAnswer.status} ${await tokenAnswer.text()}`);
+    const token = await tokenAnswer.json();
     const headers = { authorization: `Bearer ${token.access_token}` };
     const warehouses: Array<{ id: string; merchantId: string }> = [];
     for (let i = 0; i < 50; i++) {
@@ -141,14 +149,16 @@ const bEnv = JSON.parse(args['b-env'] as string);
 pin(process.pid, 1);
 console.log(`A = ${JSON.stringify(aEnv)}, B = ${JSON.stringify(bEnv)}; ${args.row === 'get' ? 'GET /warehouses/{id}' : 'GET /warehouses (50)'}`);
 const first = await measure(aEnv, bEnv);
-console.log(`first run: service ÷ floor + guarantees A ${first.aToFloor.toFixed(2)}, B ${first.bToFloor.toFixed(2)}; CPU B ÷ A ${first.bCpuToA.toFixed(3)}`);
+console.log(
+  `first run: req/s ÷ the floor + guarantees' A ${first.aToFloor.toFixed(2)}, B ${first.bToFloor.toFixed(2)}; CPU an answer B ÷ A ${first.bCpuToA.toFixed(3)}`,
+);
 console.log('second run, the roles swapped:');
 const second = await measure(bEnv, aEnv);
 console.log(
-  `second run: service ÷ floor + guarantees A ${second.aToFloor.toFixed(2)}, B ${second.bToFloor.toFixed(2)}; CPU B ÷ A ${second.bCpuToA.toFixed(3)}`,
+  `second run: req/s ÷ the floor + guarantees' A ${second.aToFloor.toFixed(2)}, B ${second.bToFloor.toFixed(2)}; CPU an answer B ÷ A ${second.bCpuToA.toFixed(3)}`,
 );
 const effect = Math.sqrt(first.bCpuToA / second.bCpuToA);
 const order = Math.sqrt(first.bCpuToA * second.bCpuToA);
 console.log(
-  `CPU an answer with ${JSON.stringify(bEnv)} ÷ with ${JSON.stringify(aEnv)}: ${effect.toFixed(3)} (the second instance's own advantage, divided out: ${order.toFixed(3)})`,
+  `CPU an answer with ${JSON.stringify(bEnv)} ÷ with ${JSON.stringify(aEnv)}: ${effect.toFixed(3)} (divided out: the order effect, B ÷ A with the same setting, ${order.toFixed(3)})`,
 );
