@@ -8,7 +8,7 @@
 // pays about 4 % more a read afterwards; docs/benchmarks.md "Nineteenth pass"). So the tool runs twice, the
 // second time with the roles swapped, and divides that order effect out: with x = B's CPU ÷ A's in the first
 // run and y the same in the second, the setting's effect is sqrt(x / y) and the order effect sqrt(x · y), if the
-// order effect was the same in both runs (it is printed: it varied between 0.88 and 1.02 from pair to pair).
+// order effect was the same in both runs (it is printed: it varied between 0.88 and 1.01 from pair to pair).
 // Both instances start before the seeding (a merchant, 50 warehouses), which goes through A.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -63,7 +63,7 @@ interface Run {
   cpuUs: number;
 }
 
-/** One measurement: A's and B's CPU per answer and req/s, each as a ratio to the floor's in the same round. */
+/** One measurement: the medians over the rounds of A's and B's req/s ÷ the floor's, and of B's CPU an answer ÷ A's. */
 async function measure(aEnv: Record<string, string>, bEnv: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'mds-instances-'));
   const children: ChildProcess[] = [];
