@@ -319,7 +319,8 @@ for (const store of STORES) {
             if (accepts.includes(200)) {
               assert.equal(status, 'accepted');
               assert.equal(listAccept, 409);
-              assert.deepEqual(events[0].actor, { type: 'courier' });
+              // The courier who won, by id and first name (as every courier's move is recorded).
+              assert.deepEqual(events[0].actor, { type: 'courier', id: c.courierId, name: 'Racer' });
             } else {
               assert.notEqual(status, 'accepted');
               assert.equal(listAccept, 200);
