@@ -17,8 +17,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { warehouseBody } from '../scripts/lib/fixtures.ts';
-import { freePort, MDS_BIN, runMds, SERVER_ENV, SERVER_NODE_FLAGS, stopChild } from '../scripts/lib/server-process.ts';
+import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
+import { median } from './tokens.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -34,29 +35,12 @@ const SECONDS = Number(args.seconds);
 if (args.row !== 'get' && args.row !== 'list') throw new Error('--row is get or list');
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(SECONDS > 0)) throw new Error('--rounds is a whole number from 1, --seconds a number above 0');
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 /** CPU time the process has used, in ms (user + system, from /proc; clock ticks of 10 ms). */
 const cpuMs = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
 const pin = (pid: number, cpu: number) => execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
-
-async function listening(base: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${base}: the process exited before it listened`);
-    try {
-      await fetch(`${base}/healthz`);
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  throw new Error(`${base} did not start`);
-}
 
 interface Run {
   rps: number;
@@ -66,7 +50,8 @@ interface Run {
 /** One measurement: the medians over the rounds of A's and B's req/s ÷ the floor's, and of B's CPU an answer ÷ A's. */
 async function measure(aEnv: Record<string, string>, bEnv: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'mds-instances-'));
-  const children: ChildProcess[] = [];
+  const servers: ServerChild[] = [];
+  let floorChild: ChildProcess | undefined;
   try {
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
@@ -85,17 +70,17 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
     };
     await mds(['migrate']);
     const created = JSON.parse(await mds(['merchants', 'create', '--name', 'Instances shop', '--balance', '1000', '--json']));
-    const start = async (extra: Record<string, string>, script: string[]) => {
-      const port = await freePort();
-      const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...script], { env: { ...env, ...extra, PORT: String(port) }, stdio: 'inherit' });
-      children.push(child);
-      const base = `http://127.0.0.1:${port}`;
-      await listening(base, child);
-      pin(child.pid as number, 0);
-      return { base, pid: child.pid as number };
+    const serve = async (extra: Record<string, string>) => {
+      const server = startServer({ env: { ...env, ...extra, PORT: String(await freePort()) }, readyTimeoutMs: 60_000 });
+      servers.push(server);
+      const base = await server.ready.catch((err: Error) => {
+        throw new Error(`${err.message}:\n${server.log()}`);
+      });
+      pin(server.pid, 0);
+      return { base, pid: server.pid };
     };
-    const a = await start(aEnv, [MDS_BIN, 'serve']);
-    const b = await start(bEnv, [MDS_BIN, 'serve']);
+    const a = await serve(aEnv);
+    const b = await serve(bEnv);
     const tokenAnswer = await fetch(`${a.base}/auth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -114,7 +99,19 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       if (res.status !== 201) throw new Error(`seeding: ${res.status} ${await res.text()}`);
       warehouses.push(await res.json());
     }
-    const floor = await start({ FLOOR_MERCHANT: warehouses[0].merchantId }, [join(import.meta.dirname, 'floor.mjs')]);
+    // The floor prints "ready" once it listens (as npm run bench waits for it).
+    const floorPort = await freePort();
+    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, join(import.meta.dirname, 'floor.mjs')], {
+      env: { ...env, PORT: String(floorPort), FLOOR_MERCHANT: warehouses[0].merchantId },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    floorChild = child;
+    await new Promise<void>((ok, fail) => {
+      child.once('exit', (code) => fail(new Error(`bench/floor.mjs exited (${code})`)));
+      child.stdout?.once('data', () => ok());
+    });
+    pin(child.pid as number, 0);
+    const floor = { base: `http://127.0.0.1:${floorPort}`, pid: child.pid as number };
     const path = args.row === 'get' ? `/warehouses/${warehouses[0].id}` : '/warehouses';
     const run = async (target: { base: string; pid: number }, p: string, seconds: number): Promise<Run> => {
       const before = cpuMs(target.pid);
@@ -139,7 +136,8 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
     }
     return { aToFloor: median(ratios.aToFloor), bToFloor: median(ratios.bToFloor), bCpuToA: median(ratios.bCpuToA) };
   } finally {
-    for (const child of children) await stopChild(child);
+    for (const server of servers) await server.stop();
+    await stopChild(floorChild);
     rmSync(dir, { recursive: true, force: true });
   }
 }
