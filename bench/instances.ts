@@ -10,6 +10,11 @@
 // run and y the same in the second, the setting's effect is sqrt(x / y) and the order effect sqrt(x · y), if the
 // order effect was the same in both runs (it is printed: it varied between 0.88 and 1.01 from pair to pair).
 // Both instances start before the seeding (a merchant, 50 warehouses), which goes through A.
+//
+// `--inside root|beside`: no B instance and no second run. B is the floor's guarded read served from inside A's
+// own process by bench/inside.mjs: as a route at the root of the service's application (root), or from a bare
+// Fastify instance beside it (beside). Next to the standalone floor + guarantees, that splits the service's gap
+// into what its route does, what its application does around every route, and what being a larger process costs.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,11 +33,14 @@ const { values: args } = parseArgs({
     row: { type: 'string', default: 'get' },
     rounds: { type: 'string', default: '8' },
     seconds: { type: 'string', default: '3' },
+    inside: { type: 'string' },
   },
 });
 const ROUNDS = Number(args.rounds);
 const SECONDS = Number(args.seconds);
 if (args.row !== 'get' && args.row !== 'list') throw new Error('--row is get or list');
+const INSIDE = args.inside as 'root' | 'beside' | undefined;
+if (INSIDE !== undefined && INSIDE !== 'root' && INSIDE !== 'beside') throw new Error('--inside is root or beside');
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(SECONDS > 0)) throw new Error('--rounds is a whole number from 1, --seconds a number above 0');
 
 /** CPU time the process has used, in ms (user + system, from /proc; clock ticks of 10 ms). */
@@ -70,8 +78,8 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
     };
     await mds(['migrate']);
     const created = JSON.parse(await mds(['merchants', 'create', '--name', 'Instances shop', '--balance', '1000', '--json']));
-    const serve = async (extra: Record<string, string>) => {
-      const server = startServer({ env: { ...env, ...extra, PORT: String(await freePort()) }, readyTimeoutMs: 60_000 });
+    const serve = async (extra: Record<string, string>, nodeFlags: string[] = []) => {
+      const server = startServer({ env: { ...env, ...extra, PORT: String(await freePort()) }, readyTimeoutMs: 60_000, nodeFlags });
       servers.push(server);
       const base = await server.ready.catch((err: Error) => {
         throw new Error(`${err.message}:\n${server.log()}`);
@@ -79,8 +87,11 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       pin(server.pid, 0);
       return { base, pid: server.pid };
     };
-    const a = await serve(aEnv);
-    const b = await serve(bEnv);
+    const insidePort = await freePort();
+    const a = INSIDE
+      ? await serve({ ...aEnv, INSIDE, INSIDE_PORT: String(insidePort) }, ['--import', join(import.meta.dirname, 'inside.mjs')])
+      : await serve(aEnv);
+    const b = !INSIDE ? await serve(bEnv) : INSIDE === 'root' ? a : { base: `http://127.0.0.1:${insidePort}`, pid: a.pid };
     const tokenAnswer = await fetch(`${a.base}/auth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -119,7 +130,17 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       if (r.non2xx > 0 || r.errors > 0) throw new Error(`${target.base}${p}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
       return { rps: r.requests.average, cpuUs: ((cpuMs(target.pid) - before) * 1000) / r.requests.total };
     };
-    const targets = { a: [a, path], floor: [floor, `/guarded${path}`], b: [b, path] } as const;
+    const targets = { a: [a, path], floor: [floor, `/guarded${path}`], b: [b, INSIDE ? `/guarded${path}` : path] } as const;
+    if (INSIDE) {
+      // The read inside answers what the service answers (the same work), and at the root the service's own
+      // root hooks run first: its routing check answers a trailing slash with its 404, where the guarded route
+      // alone would refuse the empty id with a 400.
+      const [mine, theirs] = await Promise.all([a.base + path, `${b.base}/guarded${path}`].map((u) => fetch(u, { headers }).then((r) => r.json())));
+      if (JSON.stringify(mine) !== JSON.stringify(theirs))
+        throw new Error(`the read inside answers differently:\n${JSON.stringify(theirs)}\nthe service:\n${JSON.stringify(mine)}`);
+      const slash = await fetch(`${b.base}/guarded/warehouses/`, { headers });
+      if (slash.status !== (INSIDE === 'root' ? 404 : 400)) throw new Error(`--inside ${INSIDE}: GET /guarded/warehouses/ answered ${slash.status}`);
+    }
     for (const [target, p] of Object.values(targets)) await run(target, p, SECONDS); // the JIT settles
     const ratios = { aToFloor: [] as number[], bToFloor: [] as number[], bCpuToA: [] as number[] };
     for (let round = 0; round < ROUNDS; round++) {
@@ -145,6 +166,16 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
 const aEnv = JSON.parse(args['a-env'] as string);
 const bEnv = JSON.parse(args['b-env'] as string);
 pin(process.pid, 1);
+if (INSIDE) {
+  console.log(
+    `A = ${JSON.stringify(aEnv)}, B = the floor + guarantees inside A's process (${INSIDE}); ${args.row === 'get' ? 'GET /warehouses/{id}' : 'GET /warehouses (50)'}`,
+  );
+  const r = await measure(aEnv, {});
+  console.log(
+    `req/s ÷ the standalone floor + guarantees': the service ${r.aToFloor.toFixed(2)}, the floor + guarantees inside (${INSIDE}) ${r.bToFloor.toFixed(2)}; CPU an answer, inside ÷ the service: ${r.bCpuToA.toFixed(3)}`,
+  );
+  process.exit(0);
+}
 console.log(`A = ${JSON.stringify(aEnv)}, B = ${JSON.stringify(bEnv)}; ${args.row === 'get' ? 'GET /warehouses/{id}' : 'GET /warehouses (50)'}`);
 const first = await measure(aEnv, bEnv);
 console.log(

@@ -29,6 +29,8 @@ export interface ServerOptions {
   args?: string[];
   /** The log line that means ready (its first group, if any, is what `ready` resolves with); default the server's "ready: URL". */
   readyLine?: RegExp;
+  /** Node options before the program's own (SERVER_NODE_FLAGS always come first), e.g. a benchmark's --import. */
+  nodeFlags?: string[];
 }
 
 export interface ServerChild {
@@ -106,7 +108,10 @@ export const SERVER_ENV = { MALLOC_ARENA_MAX: '2' };
 /** Starts `node bin/mds.js serve` (or opts.args); await `ready` for its URL. */
 export function startServer(opts: ServerOptions): ServerChild {
   const env: NodeJS.ProcessEnv = { ...SERVER_ENV, ...opts.env };
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, MDS_BIN, ...(opts.args ?? ['serve'])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...(opts.nodeFlags ?? []), MDS_BIN, ...(opts.args ?? ['serve'])], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   running.add(child);
   const exited = new Promise<Exit>((resolve) => {
     child.once('exit', (code, signal) => {
