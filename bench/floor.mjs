@@ -26,6 +26,7 @@
 // unchanged as the service does. Left out, which only flatters it: the credential's revocation check, an
 // incoming X-Request-Id, the ambiguous-header checks, logging and metrics. What these routes reach
 // estimates what the guarantees themselves cost; the service is measured against the floor and them.
+// They live in bench/guarded.mjs, which bench/inside.mjs also serves from inside the service's process.
 // Plain JavaScript, so that its memory does not include Node's TypeScript stripper either.
 // Env: DATABASE_URL (sqlite:FILE or postgres://), DATABASE_SCHEMA, PORT, FLOOR_MERCHANT, TOKEN_SIGNING_KEYS.
 import { randomBytes, randomUUID } from 'node:crypto';
