@@ -42,11 +42,15 @@ subscribe('fastify.initialization', ({ fastify }) => {
   if (seen) return; // the service's application is the first instance made; others (none today) are left alone
   seen = true;
   if (mode === 'root') {
+    // Added before src/app.ts runs: the root's lifecycle hooks still apply (Fastify binds them when it gets
+    // ready), but not what is fixed as a route is added (the routing table's onRoute, its uuid normalisation).
+    // The request id is made twice here: the service's, then the guarded route's own.
     guardedRoutes(fastify, store);
     return;
   }
   const beside = Fastify({ logger: false });
   guardedRoutes(beside, store);
+  // Listening at once (before the service is, being smaller; a failure ends the process), closed with the service.
   fastify.addHook('onClose', () => beside.close());
   beside.listen({ port: Number(process.env.INSIDE_PORT), host: '127.0.0.1' }).catch((err) => {
     console.error(`bench/inside.mjs: ${err.message}`);

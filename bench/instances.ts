@@ -1,6 +1,6 @@
-// `node bench/instances.ts [--b-env JSON] [--a-env JSON] [--row get|list] [--rounds 8] [--seconds 3]`: what one setting
-// costs the real server, measured on two instances of `mds serve` (A and B) that differ only by environment,
-// next to the guarded floor (bench/floor.mjs, /guarded/...) on the same SQLite file. Each is pinned to CPU 0,
+// `node bench/instances.ts [--b-env JSON] [--a-env JSON] [--row get|list] [--rounds 8] [--seconds 3] [--tour N]
+// [--inside root|beside]`: what one setting costs the real server, measured on two instances of `mds serve`
+// (A and B) that differ only by environment, next to the guarded floor (bench/floor.mjs, /guarded/...) on the same SQLite file. Each is pinned to CPU 0,
 // autocannon (50 connections) runs on CPU 1; per round A, the floor and B each take one run, in one order and
 // then the reverse. CPU per answer comes from /proc (the process's own user + system time).
 //
@@ -9,19 +9,23 @@
 // second time with the roles swapped, and divides that order effect out: with x = B's CPU ÷ A's in the first
 // run and y the same in the second, the setting's effect is sqrt(x / y) and the order effect sqrt(x · y), if the
 // order effect was the same in both runs (it is printed: it varied between 0.88 and 1.01 from pair to pair).
-// Both instances start before the seeding (a merchant, 50 warehouses), which goes through A.
+// Both instances start before the seeding (a merchant, 50 warehouses), which goes through A. With `--tour N`
+// each instance is then taken N times through thirteen merchant routes (401 and 400 answers, the list, a quote,
+// a transfer, its reads, the balance, a cancellation, the webhook endpoints...) before the rounds, as
+// `npm run bench`'s service has answered every other row before its paired rounds.
 //
 // `--inside root|beside`: no B instance and no second run. B is the floor's guarded read served from inside A's
 // own process by bench/inside.mjs: as a route at the root of the service's application (root), or from a bare
-// Fastify instance beside it (beside). Next to the standalone floor + guarantees, that splits the service's gap
-// into what its route does, what its application does around every route, and what being a larger process costs.
+// Fastify instance beside it (beside). It also prints the standalone floor's CPU an answer ÷ the service's. Next
+// to the standalone floor + guarantees, that splits the service's gap into what its route does, what its
+// application does around every route, and what being a larger process costs (bench/README.md says how).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { warehouseBody } from '../scripts/lib/fixtures.ts';
+import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
 import { median } from './tokens.ts';
@@ -34,6 +38,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '8' },
     seconds: { type: 'string', default: '3' },
     inside: { type: 'string' },
+    tour: { type: 'string', default: '0' },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -41,6 +46,9 @@ const SECONDS = Number(args.seconds);
 if (args.row !== 'get' && args.row !== 'list') throw new Error('--row is get or list');
 const INSIDE = args.inside as 'root' | 'beside' | undefined;
 if (INSIDE !== undefined && INSIDE !== 'root' && INSIDE !== 'beside') throw new Error('--inside is root or beside');
+if (INSIDE && args['b-env'] !== '{}') throw new Error('--inside has no B instance: --b-env does not apply');
+const TOUR = Number(args.tour);
+if (!Number.isInteger(TOUR) || TOUR < 0) throw new Error('--tour is a whole number from 0');
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(SECONDS > 0)) throw new Error('--rounds is a whole number from 1, --seconds a number above 0');
 
 /** CPU time the process has used, in ms (user + system, from /proc; clock ticks of 10 ms). */
@@ -77,7 +85,7 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       return r.stdout;
     };
     await mds(['migrate']);
-    const created = JSON.parse(await mds(['merchants', 'create', '--name', 'Instances shop', '--balance', '1000', '--json']));
+    const created = JSON.parse(await mds(['merchants', 'create', '--name', 'Instances shop', '--balance', '100000000', '--json']));
     const serve = async (extra: Record<string, string>, nodeFlags: string[] = []) => {
       const server = startServer({ env: { ...env, ...extra, PORT: String(await freePort()) }, readyTimeoutMs: 60_000, nodeFlags });
       servers.push(server);
@@ -109,6 +117,33 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       });
       if (res.status !== 201) throw new Error(`seeding: ${res.status} ${await res.text()}`);
       warehouses.push(await res.json());
+    }
+    // The tour (--tour): the other merchant routes, answered by each instance before the rounds.
+    const call = async (base: string, method: string, p: string, body?: unknown, h: Record<string, string> = headers) => {
+      const r = await fetch(base + p, {
+        method,
+        headers: body ? { ...h, 'content-type': 'application/json' } : h,
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await r.text();
+      return { status: r.status, body: text ? JSON.parse(text) : undefined };
+    };
+    for (const instance of INSIDE ? [a] : [a, b]) {
+      for (let i = 0; i < TOUR; i++) {
+        await call(instance.base, 'GET', '/healthz', undefined, {});
+        await call(instance.base, 'GET', `/warehouses/${warehouses[0].id}`, undefined, {});
+        await call(instance.base, 'GET', '/warehouses/not-a-uuid');
+        await call(instance.base, 'GET', '/warehouses');
+        const quote = await call(instance.base, 'POST', '/options', moscowQuoteBody(warehouses[0].id, i));
+        const transfer = await call(instance.base, 'POST', '/transfer', transferBody(quote.body?.id));
+        if (quote.status !== 201 || transfer.status !== 201) throw new Error(`tour: a quote answered ${quote.status}, a transfer ${transfer.status}`);
+        await call(instance.base, 'GET', `/transfer/${transfer.body.id}`);
+        await call(instance.base, 'GET', `/transfer/${transfer.body.id}/events`);
+        await call(instance.base, 'GET', '/transfer?limit=50');
+        await call(instance.base, 'GET', '/balance');
+        await call(instance.base, 'POST', `/transfer/${transfer.body.id}/cancel`, {});
+        await call(instance.base, 'GET', '/webhook-endpoints');
+      }
     }
     // The floor prints "ready" once it listens (as npm run bench waits for it).
     const floorPort = await freePort();
@@ -142,7 +177,7 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       if (slash.status !== (INSIDE === 'root' ? 404 : 400)) throw new Error(`--inside ${INSIDE}: GET /guarded/warehouses/ answered ${slash.status}`);
     }
     for (const [target, p] of Object.values(targets)) await run(target, p, SECONDS); // the JIT settles
-    const ratios = { aToFloor: [] as number[], bToFloor: [] as number[], bCpuToA: [] as number[] };
+    const ratios = { aToFloor: [] as number[], bToFloor: [] as number[], bCpuToA: [] as number[], floorCpuToA: [] as number[] };
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 ? (['b', 'floor', 'a'] as const) : (['a', 'floor', 'b'] as const);
       const got: Partial<Record<keyof typeof targets, Run>> = {};
@@ -151,11 +186,17 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       ratios.aToFloor.push(ra.rps / rf.rps);
       ratios.bToFloor.push(rb.rps / rf.rps);
       ratios.bCpuToA.push(rb.cpuUs / ra.cpuUs);
+      ratios.floorCpuToA.push(rf.cpuUs / ra.cpuUs);
       console.log(
         `  round ${round + 1}: A ${ra.rps.toFixed(0)} req/s, ${ra.cpuUs.toFixed(1)} µs; floor + guarantees ${rf.rps.toFixed(0)}, ${rf.cpuUs.toFixed(1)}; B ${rb.rps.toFixed(0)}, ${rb.cpuUs.toFixed(1)}`,
       );
     }
-    return { aToFloor: median(ratios.aToFloor), bToFloor: median(ratios.bToFloor), bCpuToA: median(ratios.bCpuToA) };
+    return {
+      aToFloor: median(ratios.aToFloor),
+      bToFloor: median(ratios.bToFloor),
+      bCpuToA: median(ratios.bCpuToA),
+      floorCpuToA: median(ratios.floorCpuToA),
+    };
   } finally {
     for (const server of servers) await server.stop();
     await stopChild(floorChild);
@@ -172,7 +213,7 @@ if (INSIDE) {
   );
   const r = await measure(aEnv, {});
   console.log(
-    `req/s ÷ the standalone floor + guarantees': the service ${r.aToFloor.toFixed(2)}, the floor + guarantees inside (${INSIDE}) ${r.bToFloor.toFixed(2)}; CPU an answer, inside ÷ the service: ${r.bCpuToA.toFixed(3)}`,
+    `req/s ÷ the standalone floor + guarantees': the service ${r.aToFloor.toFixed(2)}, the floor + guarantees inside (${INSIDE}) ${r.bToFloor.toFixed(2)}; CPU an answer ÷ the service's: inside ${r.bCpuToA.toFixed(3)}, standalone ${r.floorCpuToA.toFixed(3)}`,
   );
   process.exit(0);
 }
