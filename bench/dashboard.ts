@@ -12,7 +12,7 @@
 // 5. Rows, each with 10 connections (one person each): the first page, a filtered page, a phone search,
 //    the API's JSON list of the same page size for comparison, the console's list of every merchant's
 //    newest transfers and the courier's jobs page; a raw node:http probe around each.
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -30,6 +30,7 @@ import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
 import { createServices } from '../src/services.ts';
 import { sessionCookieName } from '../src/web/plugin.ts';
 import { DETAILS } from './growth.ts';
+import { cpuMicros, pinToCpu } from './process-cpu.ts';
 
 const RESULTS = join(import.meta.dirname, 'results.md');
 const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -63,12 +64,7 @@ const CPUS = availableParallelism();
 
 function pin(pid: number, cpu: number): boolean {
   if (args['no-pin'] === true || CPUS < 2) return false;
-  try {
-    execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
+  return pinToCpu(pid, cpu);
 }
 
 function cli(cliArgs: string[], env: NodeJS.ProcessEnv): Promise<string> {
@@ -329,21 +325,6 @@ interface Row {
   unexpected: number;
   baseRps: number;
   bytes: number;
-}
-
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** CPU time (user + system, every thread) a process has used so far, in microseconds (as bench/run.ts measures it). */
-function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
 }
 
 function percentile(sorted: Float64Array, p: number): number {

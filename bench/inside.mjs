@@ -1,9 +1,9 @@
 // `node --import ./bench/inside.mjs bin/mds.js serve`: bench/floor.mjs's guarded reads (bench/guarded.mjs)
 // served from inside the service's own process, so that bench/instances.ts --inside can tell what the
 // service's process and application cost the same work (docs/benchmarks.md, "Twentieth pass"):
-//   INSIDE=root     as routes of the service's own Fastify application, at its root: every root hook,
-//                   option and plugin of src/app.ts applies (the request id, the logger, the routing
-//                   checks...), none of the merchant scope's (authentication, the rate limit, schemas);
+//   INSIDE=root     as routes of the service's own Fastify application, at its root: its root lifecycle
+//                   hooks, options and router apply (the request id, the logger, the routing checks...),
+//                   none of the merchant scope's (authentication, the rate limit, schemas);
 //   INSIDE=beside   in a bare Fastify instance of its own (no logger, no hooks) listening on INSIDE_PORT,
 //                   in the same process: what is left is only being a larger program (its heap, its code,
 //                   its background work).

@@ -1,8 +1,8 @@
 // `node bench/instances.ts [--b-env JSON] [--a-env JSON] [--row get|list] [--rounds 8] [--seconds 3] [--tour N]
 // [--inside root|beside]`: what one setting costs the real server, measured on two instances of `mds serve`
-// (A and B) that differ only by environment, next to the guarded floor (bench/floor.mjs, /guarded/...) on the same SQLite file. Each is pinned to CPU 0,
-// autocannon (50 connections) runs on CPU 1; per round A, the floor and B each take one run, in one order and
-// then the reverse. CPU per answer comes from /proc (the process's own user + system time).
+// (A and B) that differ only by environment, next to the guarded floor (bench/floor.mjs, /guarded/...) on the
+// same SQLite file. Each is pinned to CPU 0, autocannon (50 connections) runs on CPU 1; per round A, the floor
+// and B each take one run, in one order and then the reverse. CPU per answer comes from /proc (the process's own user + system time).
 //
 // Two instances that differ by nothing still differ by a few per cent (the one that served the seeding requests
 // pays about 4 % more a read afterwards; docs/benchmarks.md "Nineteenth pass"). So the tool runs twice, the
@@ -19,8 +19,8 @@
 // Fastify instance beside it (beside). It also prints the standalone floor's CPU an answer ÷ the service's. Next
 // to the standalone floor + guarantees, that splits the service's gap into what its route does, what its
 // application does around every route, and what being a larger process costs (bench/README.md says how).
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -28,6 +28,7 @@ import autocannon from 'autocannon';
 import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
+import { cpuMicros, pinToCpu } from './process-cpu.ts';
 import { median } from './tokens.ts';
 
 const { values: args } = parseArgs({
@@ -51,12 +52,10 @@ const TOUR = Number(args.tour);
 if (!Number.isInteger(TOUR) || TOUR < 0) throw new Error('--tour is a whole number from 0');
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(SECONDS > 0)) throw new Error('--rounds is a whole number from 1, --seconds a number above 0');
 
-/** CPU time the process has used, in ms (user + system, from /proc; clock ticks of 10 ms). */
-const cpuMs = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+/** The tool compares processes on one CPU: without pinning it measures nothing. */
+const pin = (pid: number, cpu: number) => {
+  if (!pinToCpu(pid, cpu)) throw new Error(`could not pin process ${pid} to CPU ${cpu} (taskset, two CPUs)`);
 };
-const pin = (pid: number, cpu: number) => execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
 
 interface Run {
   rps: number;
@@ -95,7 +94,7 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       pin(server.pid, 0);
       return { base, pid: server.pid };
     };
-    const insidePort = await freePort();
+    const insidePort = INSIDE ? await freePort() : 0;
     const a = INSIDE
       ? await serve({ ...aEnv, INSIDE, INSIDE_PORT: String(insidePort) }, ['--import', join(import.meta.dirname, 'inside.mjs')])
       : await serve(aEnv);
@@ -160,10 +159,10 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
     const floor = { base: `http://127.0.0.1:${floorPort}`, pid: child.pid as number };
     const path = args.row === 'get' ? `/warehouses/${warehouses[0].id}` : '/warehouses';
     const run = async (target: { base: string; pid: number }, p: string, seconds: number): Promise<Run> => {
-      const before = cpuMs(target.pid);
+      const before = cpuMicros(target.pid);
       const r = await autocannon({ url: target.base + p, connections: 50, duration: seconds, headers });
       if (r.non2xx > 0 || r.errors > 0) throw new Error(`${target.base}${p}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
-      return { rps: r.requests.average, cpuUs: ((cpuMs(target.pid) - before) * 1000) / r.requests.total };
+      return { rps: r.requests.average, cpuUs: (cpuMicros(target.pid) - before) / r.requests.total };
     };
     const targets = { a: [a, path], floor: [floor, `/guarded${path}`], b: [b, INSIDE ? `/guarded${path}` : path] } as const;
     if (INSIDE) {

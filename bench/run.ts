@@ -9,7 +9,7 @@
 //
 // The server (and the raw baseline) run pinned to CPU 0, as in a one-CPU container; this process, the load
 // generator, pins itself to CPU 1 (taskset). Without taskset or with one CPU they share, and the header says so.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -23,6 +23,7 @@ import { quoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.
 import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild, stopCommands } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
 import { seedGrowth } from './growth.ts';
+import { cpuMicros, pinToCpu } from './process-cpu.ts';
 import { benchTokens, type MicroResult, tokensTable } from './tokens.ts';
 
 const RESULTS = join(import.meta.dirname, 'results.md');
@@ -89,12 +90,7 @@ const LOADGEN_CPU = 1;
 /** Pins every thread of `pid` to one CPU; false if that is not possible here. */
 function pin(pid: number, cpu: number): boolean {
   if (args['no-pin'] || CPUS < 2) return false;
-  try {
-    execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
+  return pinToCpu(pid, cpu);
 }
 
 // ---------------------------------------------------------------- store and server
@@ -172,21 +168,6 @@ function memory(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
-}
-
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** CPU time (user + system, every thread) a process has used so far, in microseconds. */
-function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from #3 (state) on
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK; // utime (#14), stime (#15)
 }
 
 /** 4 KiB writes + fdatasync per second on the temp dir's file system, one at a time (context for the next figure). */
