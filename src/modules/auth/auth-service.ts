@@ -1,6 +1,7 @@
 import type { Clock } from '../../lib/clock.ts';
 import { hashSecret, secretMatches } from '../../lib/credential-hash.ts';
 import { AppError } from '../../lib/errors.ts';
+import { ExpiringCache } from '../../lib/expiring-cache.ts';
 import type { ActorKind, TokenClaims, TokenSigner } from './tokens.ts';
 
 export interface MerchantPrincipal {
@@ -54,9 +55,10 @@ export interface ClientCredential {
 
 export class AuthService {
   readonly #o: AuthServiceOptions;
-  readonly #cache = new Map<string, { value: CachedCredential; until: number }>();
+  readonly #cache: ExpiringCache<CachedCredential>;
   constructor(options: AuthServiceOptions) {
     this.#o = options;
+    this.#cache = new ExpiringCache(options.cacheTtlMs);
   }
 
   /**
@@ -87,9 +89,8 @@ export class AuthService {
    */
   authenticateNow(authorization: string | undefined): Principal | Promise<Principal> {
     const claims = this.#verify(authorization);
-    const hit = this.#cache.get(claims.clientId);
-    if (hit && hit.until > Date.now()) return principalOf(claims, hit.value);
-    return this.#load(claims.clientId).then((credential) => principalOf(claims, credential));
+    const credential = this.#cache.get(claims.clientId, this.#read);
+    return credential instanceof Promise ? credential.then((c) => principalOf(claims, c)) : principalOf(claims, credential);
   }
 
   #verify(authorization: string | undefined): TokenClaims {
@@ -113,20 +114,14 @@ export class AuthService {
 
   /** Drops a credential from this instance's cache (called on revoke/delete). Other instances see it within cacheTtlMs. */
   forget(clientId: string): void {
-    this.#cache.delete(clientId);
+    this.#cache.forget(clientId);
   }
 
-  /** Reads a credential's status and keeps it for cacheTtlMs (wall time, not the test-movable business clock). */
-  async #load(clientId: string): Promise<CachedCredential> {
-    const now = Date.now();
+  /** A credential's status, as the cache keeps it for cacheTtlMs. */
+  readonly #read = async (clientId: string): Promise<CachedCredential> => {
     const row = await this.#o.findClient(clientId);
-    const value: CachedCredential = row ? { actor: row.actor, subject: row.subject, active: row.active } : null;
-    if (this.#o.cacheTtlMs > 0) {
-      if (this.#cache.size > 10_000) this.#cache.clear();
-      this.#cache.set(clientId, { value, until: now + this.#o.cacheTtlMs });
-    }
-    return value;
-  }
+    return row ? { actor: row.actor, subject: row.subject, active: row.active } : null;
+  };
 }
 
 function principalOf({ actor, subject, clientId }: TokenClaims, credential: CachedCredential): Principal {

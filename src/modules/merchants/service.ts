@@ -5,6 +5,7 @@ import { type Clock, iso } from '../../lib/clock.ts';
 import { csvRow, type ExportRange, exportRange } from '../../lib/csv.ts';
 import { decodeTimeCursor, encodeTimeCursor } from '../../lib/cursor.ts';
 import { AppError } from '../../lib/errors.ts';
+import { ExpiringCache } from '../../lib/expiring-cache.ts';
 import { newId } from '../../lib/ids.ts';
 import { formatMinor } from '../../lib/money.ts';
 import { SINGLE_LINE } from '../../lib/schemas.ts';
@@ -66,7 +67,7 @@ export class MerchantsService {
   readonly #clock: Clock;
   readonly #issueCredential: IssueCredential;
   readonly #currency: string;
-  readonly #limits = new Map<string, { value: number | null; until: number }>();
+  readonly #limits = new ExpiringCache<number | null>(RATE_LIMIT_CACHE_MS);
   readonly #audit: AuditService;
   constructor(db: Kysely<DB>, clock: Clock, issueCredential: IssueCredential, currency: string, audit: AuditService) {
     this.#db = db;
@@ -239,27 +240,21 @@ export class MerchantsService {
         });
       }
     });
-    this.#limits.delete(merchantId);
+    this.#limits.forget(merchantId);
     return { merchantId, rateLimitPerMinute: perMinute };
   }
 
   /** The merchant's own limit (null: the default) if it was read in the last second; undefined if not. */
   cachedRateLimitOf(merchantId: string): number | null | undefined {
-    const hit = this.#limits.get(merchantId);
-    // cache age is wall time, not the (test-movable) business clock
-    return hit && hit.until > Date.now() ? hit.value : undefined;
+    return this.#limits.peek(merchantId);
   }
 
   /** The merchant's own limit (null: the default), read at most once a second per merchant: it is asked on every request. */
   async rateLimitOf(merchantId: string): Promise<number | null> {
-    const cached = this.cachedRateLimitOf(merchantId);
-    if (cached !== undefined) return cached;
-    const now = Date.now();
-    const value = await merchantsRepository.rateLimit(this.#db, merchantId);
-    if (this.#limits.size > 10_000) this.#limits.clear();
-    this.#limits.set(merchantId, { value, until: now + RATE_LIMIT_CACHE_MS });
-    return value;
+    return this.#limits.get(merchantId, this.#readRateLimit);
   }
+
+  readonly #readRateLimit = (merchantId: string) => merchantsRepository.rateLimit(this.#db, merchantId);
 
   /**
    * The merchant's ledger entries created in [from, to) as CSV lines (header first), oldest first, read
