@@ -115,6 +115,14 @@ describeEachStore('HTTP edge cases', (ctx) => {
     // A key with a lone surrogate is named too, and a well-formed pair (an emoji) is fine.
     const key = await t.as(m, { method: 'POST', url: '/warehouses', headers: { 'content-type': 'application/json' }, payload: '{"\\ud800x":1}' });
     assert.deepEqual(key.json().errors, [{ path: '/\ufffdx', message: 'must be well-formed Unicode (no lone surrogates)' }]);
+    // Escapes in upper case (JSON.stringify writes lower case) are found as well.
+    const upper = await t.as(m, {
+      method: 'POST',
+      url: '/warehouses',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify(warehouseBody()).replace('"name":"', '"name":"\\uDBFF'),
+    });
+    assert.deepEqual(upper.json().errors, [{ path: '/name', message: 'must be well-formed Unicode (no lone surrogates)' }]);
     const emoji = await t.as(m, { method: 'POST', url: '/warehouses', payload: warehouseBody({ name: 'Склад \ud83d\udce6' }) });
     assert.equal(emoji.statusCode, 201);
     const read = await t.as(m, { method: 'GET', url: `/warehouses/${emoji.json().id}` });

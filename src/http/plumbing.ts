@@ -136,7 +136,9 @@ function parseJsonBody(utf8: TextDecoder, body: Buffer): unknown {
       'must not contain __proto__ or constructor.prototype keys',
     );
   }
-  const bad = illFormedStrings(value);
+  // The text was decoded as strict UTF-8, so a lone surrogate can only come from a \uD800-\uDFFF escape:
+  // without one (nearly every body) there is nothing to walk for (1.5-2 µs a quote or transfer body).
+  const bad = MAY_ESCAPE_A_SURROGATE.test(text) ? illFormedStrings(value) : [];
   if (bad.length > 0) {
     const errors = bad.slice(0, 20).map((path) => ({ path, message: ILL_FORMED }));
     const more = bad.length > errors.length ? ` (and ${bad.length - errors.length} more)` : '';
@@ -148,6 +150,8 @@ function parseJsonBody(utf8: TextDecoder, body: Buffer): unknown {
 }
 
 export const ILL_FORMED = 'must be well-formed Unicode (no lone surrogates)';
+/** A \u escape of a UTF-16 surrogate, in either case (an escaped backslash before "u" only makes the walk run). */
+const MAY_ESCAPE_A_SURROGATE = /\\u[dD][89a-fA-F]/;
 
 /** JSON pointers of every string (value or key) that is not well-formed UTF-16; iterative, so deep nesting cannot overflow the stack. */
 export function illFormedStrings(root: unknown): string[] {
