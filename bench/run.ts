@@ -23,7 +23,7 @@ import { quoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.
 import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild, stopCommands } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
 import { seedGrowth } from './growth.ts';
-import { cpuMicros, pinToCpu } from './process-cpu.ts';
+import { cpuMicros, pinToCpu, postgresCpuMicros } from './process-cpu.ts';
 import { benchTokens, type MicroResult, tokensTable } from './tokens.ts';
 
 const RESULTS = join(import.meta.dirname, 'results.md');
@@ -353,6 +353,8 @@ interface Measured {
   unexpected: Record<string, number>;
   errors: number;
   cpuMicrosPerReq: number;
+  /** PostgreSQL only: every postgres process's CPU time (postgresCpuMicros) over the run, per answer. */
+  dbCpuMicrosPerReq?: number;
   rssAfter: number;
 }
 
@@ -374,6 +376,7 @@ async function load(target: Target, s: Scenario, seconds = s.seconds ?? DURATION
   const statuses: Record<string, number> = {};
   const connections = s.connections ?? CONNECTIONS;
   const cpuBefore = cpuMicros(target.pid);
+  const dbBefore = store === 'postgres' ? postgresCpuMicros() : undefined;
   const instance = autocannon({
     url: target.base,
     connections,
@@ -397,6 +400,7 @@ async function load(target: Target, s: Scenario, seconds = s.seconds ?? DURATION
   const result = await instance;
   clearTimeout(stopTimer);
   const cpu = cpuMicros(target.pid) - cpuBefore;
+  const dbAfter = dbBefore === undefined ? undefined : postgresCpuMicros();
   const sorted = latencies.subarray(0, n).sort();
   // From the first request sent to the last answer: autocannon's own start/finish also count connecting and
   // waiting for its next 1 s tick to stop, which would distort the short runs.
@@ -413,6 +417,7 @@ async function load(target: Target, s: Scenario, seconds = s.seconds ?? DURATION
     unexpected,
     errors: result.errors,
     cpuMicrosPerReq: n ? cpu / n : Number.NaN,
+    ...(dbBefore !== undefined && dbAfter !== undefined && n ? { dbCpuMicrosPerReq: (dbAfter - dbBefore) / n } : {}),
     rssAfter: memory(target.pid).rss,
   };
 }
@@ -506,6 +511,44 @@ function pairedTable(r: Report): string {
   return lines.join('\n');
 }
 
+/**
+ * CPU an answer in the paired rounds (medians): the server process's and, on PostgreSQL, the database's,
+ * for the service and for the floor + guarantees. With the load generator and the database sharing the
+ * other CPU, a row's rate follows the two together, so this says which side a gap is on.
+ */
+function pairedCpuTable(r: Report): string {
+  const pg = store === 'postgres';
+  const cpu = (ms: Measured[]) => median(ms.map((m) => m.cpuMicrosPerReq));
+  const db = (ms: Measured[]) => (ms.every((m) => m.dbCpuMicrosPerReq !== undefined) ? median(ms.map((m) => m.dbCpuMicrosPerReq as number)) : Number.NaN);
+  const lines = pg
+    ? [
+        '| paired rounds, CPU µs an answer (medians) | service: its process | PostgreSQL | together | floor + guarantees: its process | PostgreSQL | together | together, service ÷ floor + guarantees |',
+        '|---|---:|---:|---:|---:|---:|---:|---:|',
+      ]
+    : ['| paired rounds, CPU µs an answer (medians) | service | floor + guarantees | service ÷ floor + guarantees |', '|---|---:|---:|---:|'];
+  for (const t of TARGETS[store]) {
+    const p = r.paired[t.key];
+    if (!p?.service.length) continue;
+    const title = p.service[0].scenario.title;
+    const [sp, gp] = [cpu(p.service), cpu(p.guarded)];
+    if (!pg) {
+      lines.push(`| ${title} | ${Math.round(sp)} | ${Math.round(gp)} | ${ratio(sp / gp)} |`);
+      continue;
+    }
+    const [sd, gd] = [db(p.service), db(p.guarded)];
+    const n = (v: number) => (Number.isFinite(v) ? String(Math.round(v)) : '–');
+    lines.push(
+      `| ${title} | ${n(sp)} | ${n(sd)} | ${n(sp + sd)} | ${n(gp)} | ${n(gd)} | ${n(gp + gd)} | ${Number.isFinite(sd + gd) ? ratio((sp + sd) / (gp + gd)) : '–'} |`,
+    );
+  }
+  if (pg)
+    lines.push(
+      '',
+      "PostgreSQL's CPU is every postgres process this machine shows, whoever asked (its background writers included): on a quiet server, the run's database work.",
+    );
+  return lines.join('\n');
+}
+
 function targetsTable(r: Report, xRawOf: (m: Measured) => number): string {
   const find = (key: string) => r.rows.find((m) => m.scenario.key === key);
   const yes = (ok: boolean) => (ok ? 'yes' : '**no**');
@@ -580,6 +623,8 @@ function render(r: Report): string {
     targetsTable(r, xRawOf),
     '',
     pairedTable(r),
+    '',
+    pairedCpuTable(r),
     '',
     '| row | req/s | **× raw** | p50 ms | **p99 ms** | server CPU µs/req | CPU × raw | busy | RSS MiB | requests | unexpected |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
