@@ -28,27 +28,41 @@ export function cpuMicros(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK; // utime (#14), stime (#15)
 }
 
+/** A process's parent and its fields from #3 (state) on, or undefined once it is gone. */
+function statOf(pid: number | string): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' '); // the name, between the brackets, may hold spaces
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * CPU time used so far by every PostgreSQL process this machine shows (the server, its backends, and
- * through the postmaster's reaped-children counters the backends that have exited), in microseconds;
- * undefined when none is visible (PostgreSQL elsewhere). It counts all of the server's work, whoever
- * asked for it, so a difference across a load run is that run's database CPU only on a quiet server.
+ * The PostgreSQL server (its postmaster's pid) that a backend belongs to: the backend's parent, as
+ * `select pg_backend_pid()` names it. Undefined when this machine does not show that process (a server
+ * on another host or in another container, whose CPU cannot be read here).
  */
-export function postgresCpuMicros(): number | undefined {
-  let ticks = 0;
-  let seen = false;
+export function postmasterOf(backendPid: number): number | undefined {
+  const fields = statOf(backendPid);
+  return fields ? Number(fields[1]) : undefined;
+}
+
+/**
+ * CPU time used so far by one PostgreSQL server, in microseconds: its postmaster (with the time of the
+ * children it has reaped: backends that have exited) and its live children (backends, writers, WAL
+ * writer, autovacuum). It counts all of that server's work, whoever asked for it, so a difference over
+ * a load run is the run's database CPU only on an otherwise quiet server. Undefined once it is gone.
+ * (A backend that exits while the scan runs can be missed or, rarely, counted twice.)
+ */
+export function postgresCpuMicros(postmaster: number): number | undefined {
+  const root = statOf(postmaster);
+  if (!root) return undefined;
+  let ticks = Number(root[11]) + Number(root[12]) + Number(root[13]) + Number(root[14]); // utime, stime, cutime, cstime
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue; // exited meanwhile
-    }
-    if (!stat.includes(' (postgres) ')) continue;
-    seen = true;
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]); // utime, stime, cutime, cstime
+    const fields = statOf(entry);
+    if (fields && Number(fields[1]) === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
   }
-  return seen ? (ticks * 1e6) / CLK_TCK : undefined;
+  return (ticks * 1e6) / CLK_TCK;
 }

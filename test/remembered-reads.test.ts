@@ -100,9 +100,11 @@ describeEachStore(
       const t = ctx();
       const m = await t.merchant('Remembered reads shop');
       const token = await t.token(m); // issuing reads the credential, but does not keep it for requests
-      // Hold the two reads at the database until every request has arrived, as a slow round trip would.
-      const gate = deferred<void>();
+      // Each read is held at the database, as a slow round trip would hold it, until every request has
+      // asked for it: the credential first (authentication), then the merchant's limit (the rate limit).
+      const gates = { credential: deferred<void>(), limit: deferred<void>() };
       const held = { credential: 0, limit: 0 };
+      const asked = { credential: 0, limit: 0 };
       const executor = t.database.db.getExecutor();
       const provideConnection = executor.provideConnection.bind(executor);
       const wrapped = new WeakSet<DatabaseConnection>();
@@ -119,18 +121,38 @@ describeEachStore(
                   : undefined;
               if (which && (q.parameters as unknown[]).includes(which === 'credential' ? m.clientId : m.merchantId)) {
                 held[which]++;
-                await gate.promise;
+                await gates[which].promise;
               }
               return executeQuery(q);
             };
           }
           return consumer(connection);
         });
+      // Who asked: every request authenticates, and every one that finds no limit kept asks for it.
+      const { auth, merchants } = t.services;
+      const authenticateNow = auth.authenticateNow;
+      const rateLimitOf = merchants.rateLimitOf;
+      auth.authenticateNow = (header) => {
+        asked.credential++;
+        return authenticateNow.call(auth, header);
+      };
+      merchants.rateLimitOf = (merchantId) => {
+        asked.limit++;
+        return rateLimitOf.call(merchants, merchantId);
+      };
+      // Quickly, or not at all: a value is kept 1 s from when its read started.
+      const until = async (what: string, done: () => boolean) => {
+        for (let i = 0; i < 50 && !done(); i++) await sleep(5);
+        assert.ok(done(), `${what}: ${JSON.stringify({ asked, held })}`);
+      };
       try {
         const answers = Array.from({ length: 30 }, () => t.as(token, { method: 'GET', url: '/warehouses' }));
-        for (let i = 0; i < 100 && held.credential === 0; i++) await sleep(10);
-        await sleep(100); // every request is past its token check by now, waiting on the one read
-        gate.resolve();
+        await until('all 30 authenticating while the credential is read', () => asked.credential === 30 && held.credential === 1);
+        assert.equal(held.credential, 1);
+        gates.credential.resolve();
+        await until('all 30 asking for the limit while it is read', () => asked.limit === 30 && held.limit === 1);
+        assert.equal(held.limit, 1);
+        gates.limit.resolve();
         const done = await Promise.all(answers);
         assert.deepEqual(
           done.map((r) => r.statusCode),
@@ -141,8 +163,11 @@ describeEachStore(
         assert.equal((await t.as(token, { method: 'GET', url: '/warehouses' })).statusCode, 200);
         assert.deepEqual(held, { credential: 1, limit: 1 });
       } finally {
-        gate.resolve();
+        gates.credential.resolve();
+        gates.limit.resolve();
         executor.provideConnection = provideConnection;
+        auth.authenticateNow = authenticateNow;
+        merchants.rateLimitOf = rateLimitOf;
       }
     });
   },

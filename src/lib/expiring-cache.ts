@@ -4,7 +4,8 @@
  * at a time per key: the requests that miss while it is under way wait for it instead of each sending
  * their own (at an expiry under 50 connections, up to 50 of the same read). forget() drops a key and the
  * read under way for it: that read still answers the requests that asked before, but is not kept.
- * With ttlMs 0 nothing is kept and nothing shared: every request reads.
+ * A read that fails (a 503 when the database is away) fails every request that waited for it, as their
+ * own reads would have. With ttlMs 0 nothing is kept and nothing shared: every request reads.
  */
 export class ExpiringCache<V> {
   readonly #values = new Map<string, { value: V; until: number }>();
