@@ -23,12 +23,12 @@ const CLK_TCK = (() => {
 
 /** CPU time (user + system, every thread) a process has used so far, in microseconds. */
 export function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from #3 (state) on
+  const fields = statOf(pid);
+  if (!fields) throw new Error(`no process ${pid} to read the CPU time of`);
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK; // utime (#14), stime (#15)
 }
 
-/** A process's parent and its fields from #3 (state) on, or undefined once it is gone. */
+/** A process's /proc stat fields from #3 (state) on (#4, its parent, is [1]), or undefined once it is gone. */
 function statOf(pid: number | string): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -102,29 +102,26 @@ interface Store {
   cleanup(): Promise<void>;
 }
 
-async function pgAdmin(text: string): Promise<void> {
+/** fn with a connection of its own to the bench's PostgreSQL, closed after it. */
+async function withPg<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 5000 });
   await client.connect();
   try {
-    await client.query(text);
+    return await fn(client);
   } finally {
     await client.end();
   }
+}
+
+async function pgAdmin(text: string): Promise<void> {
+  await withPg((client) => client.query(text));
 }
 
 /** The benchmarked PostgreSQL server's postmaster, when this machine shows it (its CPU then goes in the paired rounds' table). */
 let postmaster: number | undefined;
 
 /** The parent of a backend of ours, read while that backend is still there. */
-async function findPostmaster(): Promise<number | undefined> {
-  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 5000 });
-  await client.connect();
-  try {
-    return postmasterOf((await client.query('select pg_backend_pid() as pid')).rows[0].pid);
-  } finally {
-    await client.end();
-  }
-}
+const findPostmaster = () => withPg(async (client) => postmasterOf((await client.query('select pg_backend_pid() as pid')).rows[0].pid));
 
 async function createStore(tmp: string): Promise<Store> {
   if (!postgresUrl) {
@@ -391,7 +388,8 @@ async function load(target: Target, s: Scenario, seconds = s.seconds ?? DURATION
   const statuses: Record<string, number> = {};
   const connections = s.connections ?? CONNECTIONS;
   const cpuBefore = cpuMicros(target.pid);
-  const dbBefore = postmaster === undefined ? undefined : postgresCpuMicros(postmaster);
+  const server = postmaster;
+  const dbBefore = server === undefined ? undefined : postgresCpuMicros(server);
   const instance = autocannon({
     url: target.base,
     connections,
@@ -415,7 +413,7 @@ async function load(target: Target, s: Scenario, seconds = s.seconds ?? DURATION
   const result = await instance;
   clearTimeout(stopTimer);
   const cpu = cpuMicros(target.pid) - cpuBefore;
-  const dbAfter = dbBefore === undefined || postmaster === undefined ? undefined : postgresCpuMicros(postmaster);
+  const dbAfter = server === undefined ? undefined : postgresCpuMicros(server);
   const sorted = latencies.subarray(0, n).sort();
   // From the first request sent to the last answer: autocannon's own start/finish also count connecting and
   // waiting for its next 1 s tick to stop, which would distort the short runs.

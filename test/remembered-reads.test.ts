@@ -8,23 +8,12 @@ import type { DatabaseConnection } from 'kysely';
 import { ExpiringCache } from '../src/lib/expiring-cache.ts';
 import { describeEachStore } from './helpers/app.ts';
 
-/** A promise and the functions that settle it. */
-const deferred = <T>() => {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((ok, fail) => {
-    resolve = ok;
-    reject = fail;
-  });
-  return { promise, resolve, reject };
-};
-
 test('a value is read once for every request that asks while it is being read, and kept for its time', async () => {
   const cache = new ExpiringCache<string | null>(200);
-  const reads: Array<ReturnType<typeof deferred<string | null>>> = [];
+  const reads: Array<PromiseWithResolvers<string | null>> = [];
   const read = (key: string) => {
     assert.equal(key, 'k');
-    const d = deferred<string | null>();
+    const d = Promise.withResolvers<string | null>();
     reads.push(d);
     return d.promise;
   };
@@ -47,7 +36,7 @@ test('a value is read once for every request that asks while it is being read, a
 test('a failed read fails every request that waited for it, and is not kept', async () => {
   const cache = new ExpiringCache<number>(60_000);
   let reads = 0;
-  const failing = deferred<number>();
+  const failing = Promise.withResolvers<number>();
   const readFailing = () => {
     reads++;
     return failing.promise;
@@ -67,10 +56,10 @@ test('a failed read fails every request that waited for it, and is not kept', as
 
 test('forget() during a read: those who asked get its answer, the next request reads again and only that answer is kept', async () => {
   const cache = new ExpiringCache<string>(60_000);
-  const before = deferred<string>();
+  const before = Promise.withResolvers<string>();
   const early = cache.get('k', () => before.promise);
   cache.forget('k'); // e.g. the credential revoked on this instance meanwhile
-  const after = deferred<string>();
+  const after = Promise.withResolvers<string>();
   let readsAfter = 0;
   const late = cache.get('k', () => {
     readsAfter++;
@@ -102,7 +91,7 @@ describeEachStore(
       const token = await t.token(m); // issuing reads the credential, but does not keep it for requests
       // Each read is held at the database, as a slow round trip would hold it, until every request has
       // asked for it: the credential first (authentication), then the merchant's limit (the rate limit).
-      const gates = { credential: deferred<void>(), limit: deferred<void>() };
+      const gates = { credential: Promise.withResolvers<void>(), limit: Promise.withResolvers<void>() };
       const held = { credential: 0, limit: 0 };
       const asked = { credential: 0, limit: 0 };
       const executor = t.database.db.getExecutor();
