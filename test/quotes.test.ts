@@ -184,6 +184,11 @@ describeEachStore('POST /options', (ctx, store) => {
       const put = (body: Record<string, unknown>) => other.as(m, { method: 'PUT', url: `/warehouses/${w.id}`, payload: warehouseBody(body) });
       assert.equal((await put({ locationMetadata: { ...WAREHOUSE_META, lng: 0.05 } })).statusCode, 200);
       assert.equal((await quote(t, m, w.id)).distanceMeters, 5_560, 'priced from where the warehouse is now');
+      // A change that leaves the price as it was still reaches the quote's pickup snapshot.
+      assert.equal((await put({ name: 'Renamed', locationMetadata: { ...WAREHOUSE_META, lng: 0.05 } })).statusCode, 200);
+      const renamed = await quote(t, m, w.id);
+      const stored = await t.database.db.selectFrom('quotes').select('pickup').where('id', '=', renamed.id).executeTakeFirstOrThrow();
+      assert.equal(JSON.parse(stored.pickup).name, 'Renamed', 'the pickup as the warehouse is now');
 
       const doc = structuredClone(tariff.document);
       doc.products.standard.serviceFee = 9_900;
@@ -220,8 +225,8 @@ describeEachStore('POST /options', (ctx, store) => {
 
       assert.equal((await put({ status: 'ACTIVE', locationMetadata: WAREHOUSE_META })).statusCode, 200);
       assert.equal((await quote(t, m, w.id)).distanceMeters, 11_120, 'quoted again once ACTIVE');
-      const stored = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).execute();
-      assert.equal(stored.length, 8, 'one row per answered quote, none for the refusal');
+      const all = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).execute();
+      assert.equal(all.length, 9, 'one row per answered quote, none for the refusal');
     } finally {
       await t.services.tariffs.set(tariff.document); // restore for the other tests of this suite
       await other.close();
