@@ -71,12 +71,7 @@ const THE_WAREHOUSE = 'where w.merchant_id = $1 and w.id = $2';
 const PRICED_FROM = `${WAREHOUSE_AND_TARIFF}
   cross join lateral ${ENABLED_ENDPOINTS('w.merchant_id')} ep
   ${THE_WAREHOUSE}`;
-// The warehouse row's version: PostgreSQL gives every new version of a row (any UPDATE) its writing
-// transaction's id as xmin, so it changes whenever any column does (the concurrency token Npgsql and EF
-// Core use). Read as text, so a stale or made-up value only ever fails the comparison. It replaced an
-// md5 of the whole row, which cost 30-50 µs of the database's CPU a quote (docs/benchmarks.md
-// "Twenty-second pass").
-const WAREHOUSE_FP = 'w.xmin::text';
+const WAREHOUSE_FP = 'md5(w::text)';
 const ENDPOINTS_FP = "md5(coalesce(ep.list::text, ''))";
 const CONTEXT_ON_POSTGRES = `select w.*, t.version as tariff_version, ep.list as endpoints, ${WAREHOUSE_FP} as warehouse_fp,
   ${ENDPOINTS_FP} as endpoints_fp from ${PRICED_FROM}`;
