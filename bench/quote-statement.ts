@@ -1,0 +1,185 @@
+// `node bench/quote-statement.ts [rounds] [--locks]`: what PostgreSQL's CPU is for the quote's one statement,
+// as the service sends it and without parts of its guard. The service quotes twice in a fresh schema and the
+// statement it sent is taken (text and parameters); then 10 connections execute each variant in turn for
+// 2 s, in one order and then the reverse, and the database's CPU an execution (its postmaster and
+// children, /proc) is printed as the median of the rounds. --locks also prints, for each variant, how many
+// relation locks one execution took outside PostgreSQL's per-backend fast path (16 slots).
+// BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test). The schema is dropped after.
+
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { buildApp } from '../src/app.ts';
+import { loadConfig, parseSigningKeys } from '../src/config.ts';
+import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { postgresCpuMicros, postmasterOf } from './process-cpu.ts';
+
+const args = process.argv.slice(2);
+const rounds = Number(args.find((a) => /^\d+$/.test(a)) ?? 12);
+const url = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const KEYS = 'bench:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
+const schema = `quote_statement_${process.pid}`;
+
+const admin = async (text: string) => {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+};
+
+/** The quote's statement as the service sends it (a merchant without webhook endpoints, no Idempotency-Key). */
+async function capture(): Promise<{ sql: string; parameters: readonly unknown[] }> {
+  const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'warn', TOKEN_SIGNING_KEYS: KEYS, DATABASE_URL: url });
+  const database = openDatabase({ url, schema });
+  let captured: { sql: string; parameters: readonly unknown[] } | undefined;
+  const executor = database.db.getExecutor();
+  const provideConnection = executor.provideConnection.bind(executor);
+  executor.provideConnection = (consumer) =>
+    provideConnection((connection) => {
+      const executeQuery = connection.executeQuery.bind(connection);
+      connection.executeQuery = (q) => {
+        if (q.sql.startsWith('with ok as')) captured = { sql: q.sql, parameters: q.parameters };
+        return executeQuery(q);
+      };
+      return consumer(connection);
+    });
+  await migrateToLatest(database);
+  const app = await buildApp({ config, database, signingKeys: parseSigningKeys(KEYS) });
+  try {
+    const { credential } = await app.services.merchants.create('Statement shop', 1e12, 'live');
+    const token = await app.inject({
+      method: 'POST',
+      url: '/auth/token',
+      payload: { grant_type: 'client_credentials', client_id: credential.clientId, client_secret: credential.clientSecret },
+    });
+    const headers = { authorization: `Bearer ${token.json().access_token}` };
+    const warehouse = await app.inject({
+      method: 'POST',
+      url: '/warehouses',
+      headers,
+      payload: {
+        name: 'W',
+        address: 'Street 1',
+        contactPhone: '+7 495 000-00-00',
+        locationMetadata: { display_name: 'Street 1', lat: 55.75, lng: 37.61, city: 'Moscow' },
+      },
+    });
+    const body = {
+      warehouseId: warehouse.json().id,
+      destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24', city: 'Moscow' },
+      parcelSize: 'SMALL',
+      deliveryType: 'DOOR_TO_DOOR',
+    };
+    // The second quote is priced from the remembered context: the one-statement path.
+    for (let i = 0; i < 2; i++) {
+      const res = await app.inject({ method: 'POST', url: '/options', headers, payload: body });
+      if (res.statusCode !== 201) throw new Error(`POST /options answered ${res.statusCode}: ${res.body}`);
+    }
+  } finally {
+    await app.close();
+    await database.close();
+  }
+  if (!captured) throw new Error('the quote statement was not seen');
+  return captured;
+}
+
+await admin(`create schema ${schema}`);
+try {
+  const { sql, parameters } = await capture();
+  // The guard's parts, as src/modules/quotes/repository.ts writes them (insertWithEvent, no endpoints).
+  const parts = {
+    endpoints: /\n\s*and not exists \(select 1 from webhook_endpoints[^)]*\)/,
+    tariff: '\n  cross join lateral (select max(version) as version from tariffs) t',
+    tariffCheck: 't.version is not distinct from $4::bigint',
+  };
+  const withoutEndpoints = (q: string) => q.replace(parts.endpoints, '');
+  const withoutTariff = (q: string) => q.replace(parts.tariff, '').replace(parts.tariffCheck, '($4::bigint is null or true)');
+  const okEnd = sql.indexOf('),\nq as');
+  const variants: Record<string, string> = {
+    'as the service sends it': sql,
+    'without the endpoints check': withoutEndpoints(sql),
+    'without the tariff check': withoutTariff(sql),
+    'the warehouse check only': withoutEndpoints(withoutTariff(sql)),
+    // The parameters stay typed as the service's statement types them.
+    'no guard (the two inserts)': `with ok as (select 1 where $1::text is not null and $2::text is not null and $3::text is not null and ($4::bigint is null or true))${sql.slice(okEnd + 1)}`,
+  };
+  for (const [name, text] of Object.entries(variants)) {
+    if (name !== 'as the service sends it' && text === sql) throw new Error(`"${name}" did not change the statement: has the guard changed?`);
+  }
+  // Fresh ids for each execution: the quote's, and the transfer and event ids that the quote and its event share.
+  const [QUOTE_ID, TRANSFER_ID, EVENT_ID, EVENT_ROW_ID, EVENT_TRANSFER_ID] = [4, 7, 8, 18, 20];
+  const valuesFor = () => {
+    const transfer = randomUUID();
+    const event = randomUUID();
+    const values = [...parameters];
+    values[QUOTE_ID] = randomUUID();
+    values[TRANSFER_ID] = values[EVENT_TRANSFER_ID] = transfer;
+    values[EVENT_ID] = values[EVENT_ROW_ID] = event;
+    return values;
+  };
+  const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path=${schema}` });
+  try {
+    const postmaster = postmasterOf((await pool.query('select pg_backend_pid() as pid')).rows[0].pid);
+    if (postmaster === undefined) throw new Error('the database server is not visible from here (/proc): its CPU cannot be read');
+    const execute = async (client: pg.PoolClient | pg.Pool, name: string) => {
+      const r = await client.query({ name: `v${Object.keys(variants).indexOf(name)}`, text: variants[name], values: valuesFor() });
+      if (Number(r.rows[0].written) !== 1) throw new Error(`"${name}" wrote ${r.rows[0].written} quotes, not 1`);
+    };
+    if (args.includes('--locks')) {
+      const client = await pool.connect();
+      try {
+        for (const name of Object.keys(variants)) {
+          for (let i = 0; i < 10; i++) await execute(client, name); // prepared and planned, as in the load
+          await client.query('begin');
+          await execute(client, name);
+          const { rows } = await client.query(`select count(*) filter (where not fastpath)::int as shared,
+              coalesce(string_agg(relation::regclass::text, ' ') filter (where not fastpath), '') as relations
+            from pg_locks where pid = pg_backend_pid() and locktype = 'relation'`);
+          await client.query('rollback');
+          console.log(`${name.padEnd(28)} relation locks outside the fast path: ${rows[0].shared} ${rows[0].relations}`);
+        }
+      } finally {
+        client.release();
+      }
+    }
+    const round = async (name: string, ms: number) => {
+      const cpu = postgresCpuMicros(postmaster) ?? 0;
+      const end = Date.now() + ms;
+      let n = 0;
+      await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          while (Date.now() < end) {
+            await execute(pool, name);
+            n++;
+          }
+        }),
+      );
+      return { perExecution: ((postgresCpuMicros(postmaster) ?? 0) - cpu) / n, perSecond: n / (ms / 1000) };
+    };
+    const names = Object.keys(variants);
+    for (const name of names) await round(name, 500); // warm-up
+    const cpu = new Map(names.map((n) => [n, [] as number[]]));
+    const rate = new Map(names.map((n) => [n, [] as number[]]));
+    for (let r = 0; r < rounds; r++) {
+      for (const name of r % 2 ? [...names].reverse() : names) {
+        const { perExecution, perSecond } = await round(name, 2000);
+        cpu.get(name)?.push(perExecution);
+        rate.get(name)?.push(perSecond);
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+    console.log(`\n${rounds} rounds of 2 s each, 10 connections; PostgreSQL CPU µs an execution (median, then each round) and executions a second`);
+    for (const name of names) {
+      const c = cpu.get(name) ?? [];
+      console.log(
+        `${name.padEnd(28)} ${median(c).toFixed(0).padStart(5)} µs  (${c.map((x) => x.toFixed(0)).join(' ')})  ${median(rate.get(name) ?? []).toFixed(0)}/s`,
+      );
+    }
+  } finally {
+    await pool.end();
+  }
+} finally {
+  await admin(`drop schema if exists ${schema} cascade`);
+}
