@@ -2,9 +2,11 @@
 // as the service sends it and without parts of its guard. The service quotes twice in a fresh schema and the
 // statement it sent is taken (text and parameters); then 10 connections execute each variant in turn for
 // 2 s, in one order and then the reverse, and the database's CPU an execution (its postmaster and
-// children, /proc) is printed as the median of the rounds. --locks also prints, for each variant, how many
-// relation locks one execution took outside PostgreSQL's per-backend fast path (16 slots).
-// BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test). The schema is dropped after.
+// children, /proc: whoever else uses that server is counted too) is printed as the median of the rounds.
+// --locks also prints, for each variant, how many relation locks one execution holds afterwards outside
+// PostgreSQL's per-backend fast path (16 slots in PostgreSQL 15). The tariffs table is empty (the built-in
+// tariff is in force), as in npm run bench. BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test).
+// The schema is dropped after, on Ctrl-C too.
 
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -15,6 +17,7 @@ import { postgresCpuMicros, postmasterOf } from './process-cpu.ts';
 
 const args = process.argv.slice(2);
 const rounds = Number(args.find((a) => /^\d+$/.test(a)) ?? 12);
+if (rounds < 1) throw new Error('at least one round');
 const url = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const KEYS = 'bench:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
 const schema = `quote_statement_${process.pid}`;
@@ -72,7 +75,7 @@ async function capture(): Promise<{ sql: string; parameters: readonly unknown[] 
       parcelSize: 'SMALL',
       deliveryType: 'DOOR_TO_DOOR',
     };
-    // The second quote is priced from the remembered context: the one-statement path.
+    // Both quotes send the statement; the first reads the context before it, the second remembers it.
     for (let i = 0; i < 2; i++) {
       const res = await app.inject({ method: 'POST', url: '/options', headers, payload: body });
       if (res.statusCode !== 201) throw new Error(`POST /options answered ${res.statusCode}: ${res.body}`);
@@ -86,6 +89,9 @@ async function capture(): Promise<{ sql: string; parameters: readonly unknown[] 
 }
 
 await admin(`create schema ${schema}`);
+process.once('SIGINT', () => {
+  admin(`drop schema if exists ${schema} cascade`).finally(() => process.exit(130));
+});
 try {
   const { sql, parameters } = await capture();
   // The guard's parts, as src/modules/quotes/repository.ts writes them (insertWithEvent, no endpoints).
@@ -94,9 +100,14 @@ try {
     tariff: '\n  cross join lateral (select max(version) as version from tariffs) t',
     tariffCheck: 't.version is not distinct from $4::bigint',
   };
+  for (const [name, part] of Object.entries(parts)) {
+    const found = typeof part === 'string' ? sql.split(part).length - 1 : (sql.match(new RegExp(part, 'g')) ?? []).length;
+    if (found !== 1) throw new Error(`the guard's ${name} part is in the statement ${found} times, not once: has the guard changed?`);
+  }
   const withoutEndpoints = (q: string) => q.replace(parts.endpoints, '');
   const withoutTariff = (q: string) => q.replace(parts.tariff, '').replace(parts.tariffCheck, '($4::bigint is null or true)');
   const okEnd = sql.indexOf('),\nq as');
+  if (okEnd < 0) throw new Error('the guard (the ok CTE) is not where it was: has the statement changed?');
   const variants: Record<string, string> = {
     'as the service sends it': sql,
     'without the endpoints check': withoutEndpoints(sql),
@@ -109,7 +120,12 @@ try {
     if (name !== 'as the service sends it' && text === sql) throw new Error(`"${name}" did not change the statement: has the guard changed?`);
   }
   // Fresh ids for each execution: the quote's, and the transfer and event ids that the quote and its event share.
+  // Indices into the parameters: $5 the quote's id, $8 its transfer_id, $9 its event_id, $19 the event's id,
+  // $21 the event's transfer_id (QUOTE_COLUMNS and EVENT_COLUMNS in src/modules/quotes/repository.ts).
   const [QUOTE_ID, TRANSFER_ID, EVENT_ID, EVENT_ROW_ID, EVENT_TRANSFER_ID] = [4, 7, 8, 18, 20];
+  if (parameters[TRANSFER_ID] !== parameters[EVENT_TRANSFER_ID] || parameters[EVENT_ID] !== parameters[EVENT_ROW_ID]) {
+    throw new Error('the ids are not at QUOTE_ID, TRANSFER_ID, EVENT_ID, EVENT_ROW_ID, EVENT_TRANSFER_ID: have the columns changed?');
+  }
   const valuesFor = () => {
     const transfer = randomUUID();
     const event = randomUUID();
@@ -136,7 +152,7 @@ try {
           await execute(client, name);
           const { rows } = await client.query(`select count(*) filter (where not fastpath)::int as shared,
               coalesce(string_agg(relation::regclass::text, ' ') filter (where not fastpath), '') as relations
-            from pg_locks where pid = pg_backend_pid() and locktype = 'relation'`);
+            from pg_locks where pid = pg_backend_pid() and locktype = 'relation' and relation <> 'pg_locks'::regclass`);
           await client.query('rollback');
           console.log(`${name.padEnd(28)} relation locks outside the fast path: ${rows[0].shared} ${rows[0].relations}`);
         }
@@ -144,8 +160,13 @@ try {
         client.release();
       }
     }
+    const databaseCpu = () => {
+      const micros = postgresCpuMicros(postmaster);
+      if (micros === undefined) throw new Error('the database server is no longer visible (/proc)');
+      return micros;
+    };
     const round = async (name: string, ms: number) => {
-      const cpu = postgresCpuMicros(postmaster) ?? 0;
+      const cpu = databaseCpu();
       const end = Date.now() + ms;
       let n = 0;
       await Promise.all(
@@ -156,7 +177,7 @@ try {
           }
         }),
       );
-      return { perExecution: ((postgresCpuMicros(postmaster) ?? 0) - cpu) / n, perSecond: n / (ms / 1000) };
+      return { perExecution: (databaseCpu() - cpu) / n, perSecond: n / (ms / 1000) };
     };
     const names = Object.keys(variants);
     for (const name of names) await round(name, 500); // warm-up

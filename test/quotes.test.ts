@@ -187,6 +187,7 @@ describeEachStore('POST /options', (ctx, store) => {
       // A change that leaves the price as it was still reaches the quote's pickup snapshot.
       assert.equal((await put({ name: 'Renamed', locationMetadata: { ...WAREHOUSE_META, lng: 0.05 } })).statusCode, 200);
       const renamed = await quote(t, m, w.id);
+      assert.equal(renamed.distanceMeters, 5_560, 'the same price as before the rename');
       const stored = await t.database.db.selectFrom('quotes').select('pickup').where('id', '=', renamed.id).executeTakeFirstOrThrow();
       assert.equal(JSON.parse(stored.pickup).name, 'Renamed', 'the pickup as the warehouse is now');
 
