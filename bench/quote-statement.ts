@@ -10,6 +10,7 @@
 
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { moscowQuoteBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
 import { migrateToLatest, openDatabase } from '../src/db/database.ts';
@@ -58,23 +59,9 @@ async function capture(): Promise<{ sql: string; parameters: readonly unknown[] 
       payload: { grant_type: 'client_credentials', client_id: credential.clientId, client_secret: credential.clientSecret },
     });
     const headers = { authorization: `Bearer ${token.json().access_token}` };
-    const warehouse = await app.inject({
-      method: 'POST',
-      url: '/warehouses',
-      headers,
-      payload: {
-        name: 'W',
-        address: 'Street 1',
-        contactPhone: '+7 495 000-00-00',
-        locationMetadata: { display_name: 'Street 1', lat: 55.75, lng: 37.61, city: 'Moscow' },
-      },
-    });
-    const body = {
-      warehouseId: warehouse.json().id,
-      destinationLocation: { lat: 55.7339, lng: 37.5886, display_name: 'Komsomolsky Ave 24', city: 'Moscow' },
-      parcelSize: 'SMALL',
-      deliveryType: 'DOOR_TO_DOOR',
-    };
+    // The shared fixtures, as npm run bench's warehouses and quotes (scripts/lib/fixtures.ts).
+    const warehouse = await app.inject({ method: 'POST', url: '/warehouses', headers, payload: warehouseBody() });
+    const body = moscowQuoteBody(warehouse.json().id);
     // Both quotes send the statement; the first reads the context before it, the second remembers it.
     for (let i = 0; i < 2; i++) {
       const res = await app.inject({ method: 'POST', url: '/options', headers, payload: body });

@@ -558,7 +558,7 @@ function pairedCpuTable(r: Report): string {
   if (pg)
     lines.push(
       '',
-      "PostgreSQL's CPU is the benchmarked server's (its postmaster, the backends it has reaped, and its live children, background writers included), whoever asked: on a quiet server, the run's database work. – where this machine does not show that server.",
+      "PostgreSQL's CPU is the benchmarked server's (its postmaster, the backends it has reaped, and its live children, background writers included), whoever asked: on a quiet server, the run's database work. A – means this machine does not show that server.",
     );
   return lines.join('\n');
 }
