@@ -12,9 +12,13 @@
 //                            entry, the transfer and its transfer.created event, all or nothing
 // The /contract rows copy the newest rows the service wrote (the bench runs them after the service's own
 // rows) with new ids, codes and times: the same columns, sizes, constraints and indexes, written with
-// statements prepared once (one round trip on PostgreSQL). Left out, which only flatters them: the
-// pricing, the read of the warehouse and tariff, the Idempotency-Key, webhook deliveries (the bench's
-// merchant has no endpoints) and the dispatcher's wake-up.
+// statements prepared once (one round trip on PostgreSQL). They do the per-request guarantees the guarded
+// reads do (the same guard: the token, the merchant's count and RateLimit fields, X-Request-Id), write only
+// for the caller's own ACTIVE warehouse (the quote) or the caller's own pending quote from an ACTIVE
+// warehouse (the payment), checked in the same statement, and answer 201 with the body the service answers,
+// built from what they wrote (404 and 409 otherwise). Left out, which only flatters them: the body's
+// validation, the pricing (the products are the copied quote's), the tariff and endpoints checks, the
+// Idempotency-Key, webhook deliveries (the bench's merchant has no endpoints) and the dispatcher's wake-up.
 // No auth, no validation, no hooks, no logging, no serialisation schema: rows are sent as the driver returns them.
 //
 // GET /guarded/warehouses/:id and GET /guarded/warehouses: the same two reads plus, done by hand and as
@@ -112,14 +116,16 @@ async function templates(one, what) {
   return { transfer, transferEvent, charge };
 }
 
-/** What changes from one copied row to the next: ids, codes and times (the rest is the template's). */
-function fresh(t, now) {
+/** What changes from one copied row to the next: ids, times, and the merchant and warehouse asked for (the rest is the template's). */
+function fresh(t, now, merchantId, warehouseId) {
   const transferId = randomUUID();
   const eventId = randomUUID();
   return {
     quote: {
       ...t.quote,
       id: randomUUID(),
+      merchant_id: merchantId,
+      warehouse_id: warehouseId,
       transfer_id: transferId,
       event_id: eventId,
       status: 'pending',
@@ -127,10 +133,78 @@ function fresh(t, now) {
       expires_at: now + 15 * 60_000,
       consumed_at: null,
     },
-    quoteEvent: { ...t.quoteEvent, id: eventId, transfer_id: transferId, occurred_at: now },
+    quoteEvent: { ...t.quoteEvent, id: eventId, merchant_id: merchantId, transfer_id: transferId, occurred_at: now },
   };
 }
 const transferCodes = () => ({ transfer_code: randomBytes(5).toString('hex').toUpperCase(), tracking_code: randomBytes(16).toString('base64url') });
+
+// ---- the answers: the service's bodies, built as an implementation would from what it has just written.
+// What does not change from one copy to the next (the priced products, the transfer's details) is parsed once:
+// an implementation has it in hand from the request and the pricing.
+const isoOf = (ms) => new Date(Number(ms)).toISOString();
+/** Great-circle distance in whole metres, as the service's pricing measures it. */
+function metres(a, b) {
+  const rad = Math.PI / 180;
+  const h = Math.sin(((b.lat - a.lat) * rad) / 2) ** 2 + Math.cos(a.lat * rad) * Math.cos(b.lat * rad) * Math.sin(((b.lng - a.lng) * rad) / 2) ** 2;
+  return Math.round(2 * 6_371_008.8 * Math.asin(Math.sqrt(h)));
+}
+/** The parts of a quote's answer that its copies share: the products as merchants see them (minor units are internal), where from and to. */
+function quoteParts(quote) {
+  const products = Object.fromEntries(
+    Object.entries(JSON.parse(quote.products)).map(([key, { payableMinor, cancellationFeeMinor, returnFeeMinor, courierFeeMinor, ...p }]) => [key, p]),
+  );
+  const pickup = JSON.parse(quote.pickup);
+  const { lat, lng } = JSON.parse(quote.request).destinationLocation;
+  return { products, from: { lat: pickup.lat, lng: pickup.lng }, to: { lat, lng } };
+}
+const quoteAnswer = (parts, q) =>
+  JSON.stringify({
+    id: q.id,
+    transfer_id: q.transfer_id,
+    event_id: q.event_id,
+    products: parts.products,
+    currency: q.currency,
+    distanceMeters: metres(parts.from, parts.to),
+    expiresAt: isoOf(q.expires_at),
+  });
+/** A new transfer's answer, as the service's toTransfer shapes it (a new transfer has no courier, times or cancellation yet). */
+const transferAnswer = (d, t) =>
+  JSON.stringify({
+    id: t.id,
+    state: t.state,
+    transferCode: t.transfer_code,
+    trackingCode: t.tracking_code,
+    trackingUrl: `/track/${t.tracking_code}`,
+    parcelSize: d.parcelSize,
+    description: d.description,
+    pickupLocation: d.pickupLocation,
+    pickupAddress: d.pickupAddress,
+    destinationLocation: d.destinationLocation,
+    destinationAddress: d.destinationAddress,
+    destinationAddressMetadata: d.destinationAddressMetadata,
+    pickupAddressMetaData: d.pickupAddressMetaData,
+    deliveryOptionName: d.deliveryOptionName,
+    paymentTtlMinutes: Number(t.payment_ttl_minutes),
+    paymentExpiresAt: isoOf(t.payment_expires_at),
+    recipientInfo: d.recipientInfo,
+    source: t.source,
+    recipientFullName: d.recipientFullName,
+    totalPrice: Number(t.total_amount) / 100,
+    currency: t.currency,
+    isFragile: d.isFragile,
+    isPerishable: d.isPerishable,
+    senderInfo: d.senderInfo,
+    warehouseId: t.warehouse_id,
+    matchmakingId: t.quote_id,
+    productKey: t.product_key,
+    createdAt: isoOf(t.created_at),
+    updatedAt: isoOf(t.updated_at),
+    deliveryPin: t.delivery_pin,
+    sandbox: t.mode === 'sandbox',
+    refundedAmount: Number(t.refunded_amount) / 100,
+    estimatedPickupAt: t.estimated_pickup_at == null ? null : isoOf(t.estimated_pickup_at),
+    estimatedDeliveryAt: t.estimated_delivery_at == null ? null : isoOf(t.estimated_delivery_at),
+  });
 
 /** fn's promise, made at the first call and shared by every call (the first requests arrive together). */
 const once = (fn) => {
@@ -148,14 +222,23 @@ function contractOnSqlite(db, begin, commit) {
     );
   const quotePlan = once(async () => {
     const t = await templates(one, 'quote');
-    return { t, quote: insert('quotes', t.quote), event: insert('events', t.quoteEvent) };
+    return {
+      t,
+      parts: quoteParts(t.quote),
+      warehouse: db.prepare("select 1 as ok from warehouses where merchant_id = ? and id = ? and status = 'ACTIVE'"),
+      quote: insert('quotes', t.quote),
+      event: insert('events', t.quoteEvent),
+    };
   });
   const transferPlan = once(async () => {
     const t = await templates(one, 'transfer');
     return {
       t,
+      details: JSON.parse(t.transfer.details),
       consume: db.prepare(
-        "update quotes set status = 'consumed', consumed_at = ? where id = ? and status = 'pending' and expires_at > ? returning merchant_id, warehouse_id, transfer_id",
+        `update quotes set status = 'consumed', consumed_at = ? where merchant_id = ? and id = ? and status = 'pending' and expires_at > ?
+          and exists (select 1 from warehouses w where w.merchant_id = quotes.merchant_id and w.id = quotes.warehouse_id and w.status = 'ACTIVE')
+          returning merchant_id, warehouse_id, transfer_id`,
       ),
       debit: db.prepare('update merchants set balance = balance - ? where id = ? and balance >= ? returning balance'),
       transfer: insert('transfers', t.transfer),
@@ -175,42 +258,46 @@ function contractOnSqlite(db, begin, commit) {
     }
   };
   return {
-    options: async () => {
+    /** The quote's answer (JSON), or undefined when the warehouse is not the merchant's ACTIVE one (nothing written). */
+    options: async (merchantId, warehouseId) => {
       const plan = await quotePlan();
-      const rows = fresh(plan.t, Date.now());
-      inTransaction(() => {
+      const rows = fresh(plan.t, Date.now(), merchantId, warehouseId);
+      const written = inTransaction(() => {
+        if (!plan.warehouse.get(merchantId, warehouseId)) return false;
         plan.quote.run(...Object.values(rows.quote));
         plan.event.run(...Object.values(rows.quoteEvent));
+        return true;
       });
-      return true;
+      return written ? quoteAnswer(plan.parts, rows.quote) : undefined;
     },
-    transfer: async (quoteId) => {
-      const { t, ...plan } = await transferPlan();
+    /** The transfer's answer (JSON), or undefined when the quote is not the merchant's pending one (nothing written). */
+    transfer: async (merchantId, quoteId) => {
+      const { t, details, ...plan } = await transferPlan();
       const now = Date.now();
       const amount = t.transfer.total_amount;
-      return inTransaction(() => {
-        const q = plan.consume.get(now, quoteId, now);
-        if (!q) return false;
+      const transfer = inTransaction(() => {
+        const q = plan.consume.get(now, merchantId, quoteId, now);
+        if (!q) return undefined;
         const debited = plan.debit.get(amount, q.merchant_id, amount);
         if (!debited) throw new Error('bench/floor.mjs: balance exhausted');
         const { merchant_id, transfer_id } = q;
-        plan.transfer.run(
-          ...Object.values({
-            ...t.transfer,
-            id: transfer_id,
-            merchant_id,
-            quote_id: quoteId,
-            warehouse_id: q.warehouse_id,
-            ...transferCodes(),
-            payment_expires_at: now + 3_600_000,
-            created_at: now,
-            updated_at: now,
-          }),
-        );
+        const row = {
+          ...t.transfer,
+          id: transfer_id,
+          merchant_id,
+          quote_id: quoteId,
+          warehouse_id: q.warehouse_id,
+          ...transferCodes(),
+          payment_expires_at: now + 3_600_000,
+          created_at: now,
+          updated_at: now,
+        };
+        plan.transfer.run(...Object.values(row));
         plan.charge.run(...Object.values({ ...t.charge, id: randomUUID(), merchant_id, balance_after: debited.balance, transfer_id, created_at: now }));
         plan.event.run(...Object.values({ ...t.transferEvent, id: randomUUID(), merchant_id, transfer_id, occurred_at: now }));
-        return true;
+        return row;
       });
+      return transfer && transferAnswer(details, transfer);
     },
   };
 }
@@ -247,21 +334,31 @@ function contractOnPostgres(pool) {
   const valuesOf = (params, rows) => params.map(([source, column]) => rows[source][column]);
   const quotePlan = once(async () => {
     const [t, typeOf] = [await templates(one, 'quote'), await types()];
-    const params = [];
-    const text = `with q as (${insert(typeOf, params, 'quotes', 'quote', t.quote)}) ${insert(typeOf, params, 'events', 'quoteEvent', t.quoteEvent)}`;
-    return { t, text, params };
+    // $1 the merchant, $2 the warehouse (the request's): written only for the merchant's own ACTIVE warehouse.
+    const params = [
+      ['quote', 'merchant_id'],
+      ['quote', 'warehouse_id'],
+    ];
+    const scoped = { merchant_id: '$1::text', warehouse_id: '$2::text' };
+    const text = `with ok as (select 1 from warehouses where merchant_id = $1::text and id = $2::text and status = 'ACTIVE'),
+      q as (${insert(typeOf, params, 'quotes', 'quote', t.quote, scoped, ' from ok')})
+      ${insert(typeOf, params, 'events', 'quoteEvent', t.quoteEvent, { merchant_id: '$1::text' }, ' from ok')}`;
+    return { t, parts: quoteParts(t.quote), text, params };
   });
   const transferPlan = once(async () => {
     const [t, typeOf] = [await templates(one, 'transfer'), await types()];
-    // $1 the quote, $2 now, $3 the amount; then the copied columns.
+    // $1 the quote, $2 now, $3 the amount, $4 the merchant; then the copied columns.
     const params = [
       ['args', 'quoteId'],
       ['args', 'now'],
       ['args', 'amount'],
+      ['args', 'merchantId'],
     ];
     const copy = (table, source, row, expressions) => insert(typeOf, params, table, source, row, expressions, ' from c, d');
     const text = `with c as (update quotes set status = 'consumed', consumed_at = $2::bigint
-        where id = $1::text and status = 'pending' and expires_at > $2::bigint returning merchant_id, warehouse_id, transfer_id),
+        where merchant_id = $4::text and id = $1::text and status = 'pending' and expires_at > $2::bigint
+          and exists (select 1 from warehouses w where w.merchant_id = quotes.merchant_id and w.id = quotes.warehouse_id and w.status = 'ACTIVE')
+        returning merchant_id, warehouse_id, transfer_id),
       d as (update merchants m set balance = m.balance - $3::bigint from c where m.id = c.merchant_id and m.balance >= $3::bigint returning m.balance),
       t as (${copy('transfers', 'transfer', t.transfer, {
         id: 'c.transfer_id',
@@ -274,25 +371,39 @@ function contractOnPostgres(pool) {
       })}),
       l as (${copy('ledger_entries', 'charge', t.charge, { merchant_id: 'c.merchant_id', balance_after: 'd.balance', transfer_id: 'c.transfer_id', created_at: '$2::bigint' })}),
       e as (${copy('events', 'transferEvent', t.transferEvent, { merchant_id: 'c.merchant_id', transfer_id: 'c.transfer_id', occurred_at: '$2::bigint' })})
-      select (select count(*) from d)::int as n, 1 / (case when exists (select 1 from c) and not exists (select 1 from d) then 0 else 1 end) as balance_guard`;
-    return { t, text, params };
+      select (select count(*) from d)::int as n, (select transfer_id from c) as transfer_id, (select warehouse_id from c) as warehouse_id,
+        1 / (case when exists (select 1 from c) and not exists (select 1 from d) then 0 else 1 end) as balance_guard`;
+    return { t, details: JSON.parse(t.transfer.details), text, params };
   });
   return {
-    options: async () => {
-      const { t, text, params } = await quotePlan();
-      await pool.query({ name: 'contract-options', text, values: valuesOf(params, fresh(t, Date.now())) });
-      return true;
+    options: async (merchantId, warehouseId) => {
+      const { t, parts, text, params } = await quotePlan();
+      const rows = fresh(t, Date.now(), merchantId, warehouseId);
+      const r = await pool.query({ name: 'contract-options', text, values: valuesOf(params, rows) });
+      return r.rowCount === 1 ? quoteAnswer(parts, rows.quote) : undefined;
     },
-    transfer: async (quoteId) => {
-      const { t, text, params } = await transferPlan();
+    transfer: async (merchantId, quoteId) => {
+      const { t, details, text, params } = await transferPlan();
+      const now = Date.now();
       const rows = {
-        args: { quoteId, now: Date.now(), amount: t.transfer.total_amount },
+        args: { quoteId, now, amount: t.transfer.total_amount, merchantId },
         transfer: { ...t.transfer, ...transferCodes() },
         charge: { ...t.charge, id: randomUUID() },
         transferEvent: { ...t.transferEvent, id: randomUUID() },
       };
       const r = await pool.query({ name: 'contract-transfer', text, values: valuesOf(params, rows) });
-      return r.rows[0].n === 1;
+      const { n, transfer_id, warehouse_id } = r.rows[0];
+      if (n !== 1) return undefined;
+      return transferAnswer(details, {
+        ...rows.transfer,
+        id: transfer_id,
+        merchant_id: merchantId,
+        quote_id: quoteId,
+        warehouse_id,
+        payment_expires_at: now + 3_600_000,
+        created_at: now,
+        updated_at: now,
+      });
     },
   };
 }
@@ -311,16 +422,24 @@ app.post('/transfer', async (req, reply) => {
   await store.debitAndInsert(JSON.stringify(req.body));
   return reply.code(201).send({ ok: true });
 });
-app.post('/contract/options', async (_req, reply) => {
-  await store.contract.options();
-  return reply.code(201).send({ ok: true });
+// ---- the guarded reads (see the top of the file), and their guard for the contract's writes
+const guard = guardedRoutes(app, store);
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PROBLEM_TYPE = 'application/problem+json';
+app.post('/contract/options', async (req, reply) => {
+  const merchantId = guard(req, reply);
+  if (!merchantId) return reply;
+  const answer = await store.contract.options(merchantId, req.body.warehouseId);
+  if (!answer) return reply.code(404).type(PROBLEM_TYPE).send({ type: 'WAREHOUSE_NOT_FOUND', status: 404 });
+  return reply.code(201).type(JSON_TYPE).send(answer);
 });
 app.post('/contract/transfer', async (req, reply) => {
-  const done = await store.contract.transfer(req.body.matchmakingId);
-  return reply.code(done ? 201 : 409).send({ ok: done });
+  const merchantId = guard(req, reply);
+  if (!merchantId) return reply;
+  const answer = await store.contract.transfer(merchantId, req.body.matchmakingId);
+  if (!answer) return reply.code(409).type(PROBLEM_TYPE).send({ type: 'QUOTE_ALREADY_USED', status: 409 });
+  return reply.code(201).type(JSON_TYPE).send(answer);
 });
-// ---- the guarded reads (see the top of the file)
-guardedRoutes(app, store);
 
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 console.log('ready');

@@ -6,6 +6,8 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 /**
  * GET /guarded/warehouses/:id and GET /guarded/warehouses on app, reading through store
  * ({ warehouse(id, merchantId), warehouses(merchantId) }, each a promise of the rows as the driver returns them).
+ * Returns the per-request guard itself, guard(req, reply): the merchant's id, or undefined once it has
+ * answered 401. bench/floor.mjs's /contract writes run it too.
  */
 export function guardedRoutes(app, store) {
   const KEYS = new Map(
@@ -99,4 +101,5 @@ export function guardedRoutes(app, store) {
     const rows = await store.warehouses(merchantId);
     return reply.type(JSON_TYPE).send(`[${rows.map(jsonOf).join(',')}]`);
   });
+  return guard;
 }

@@ -630,7 +630,7 @@ function render(r: Report): string {
     '',
     `Durable commits: ${Math.round(commits)}/s (${r.commits.map((v) => Math.round(v)).join(' and ')} before and after the write rows: ${store === 'sqlite' ? 'one-row transactions one after the other on a SQLite file in WAL mode with synchronous=FULL, in the temp dir' : 'one-row INSERTs in autocommit on one PostgreSQL connection'}); raw fdatasync of 4 KiB: ${Math.round(median(r.fsyncs))}/s. The transfer rows give their rate as a fraction of the commit rate.`,
     '',
-    "Targets of issue 23 in this run, next to their floor: Fastify with the same query and nothing else (bench/floor.mjs: no auth, validation, hooks or schemas), on the same database and pinned CPU. For the reads, \"floor + guarantees\" is the same floor server doing, by hand, the per-request work the contract requires (token check with verified tokens remembered, the merchant counted with the RateLimit-Policy and RateLimit fields, X-Request-Id, the id validated, rows in the API's shape, each row's JSON remembered while it is unchanged as the service does) and answering the same bodies as the service: its ratio to the floor estimates what the guarantees themselves cost, and the service's ratio to it shows how much of the gap is the service's own. For the writes, \"floor + guarantees\" is the same floor server writing by hand, in one durable transaction with statements prepared once, the rows the decisions require of every quote (the quote and its quote.created event) and every payment (the quote consumed, the balance debited, its CHARGE ledger entry, the transfer and its transfer.created event), copied from the service's own rows: the least any implementation of the contract writes.",
+    "Targets of issue 23 in this run, next to their floor: Fastify with the same query and nothing else (bench/floor.mjs: no auth, validation, hooks or schemas), on the same database and pinned CPU. For the reads, \"floor + guarantees\" is the same floor server doing, by hand, the per-request work the contract requires (token check with verified tokens remembered, the merchant counted with the RateLimit-Policy and RateLimit fields, X-Request-Id, the id validated, rows in the API's shape, each row's JSON remembered while it is unchanged as the service does) and answering the same bodies as the service: its ratio to the floor estimates what the guarantees themselves cost, and the service's ratio to it shows how much of the gap is the service's own. For the writes, \"floor + guarantees\" is the same floor server writing by hand, in one durable transaction with statements prepared once, the rows the decisions require of every quote (the quote and its quote.created event) and every payment (the quote consumed, the balance debited, its CHARGE ledger entry, the transfer and its transfer.created event), copied from the service's own rows: the least any implementation of the contract writes. They do the reads' per-request guarantees too (the same token check, count, RateLimit fields and X-Request-Id), write only for the caller's own ACTIVE warehouse or the caller's own pending quote (checked in the same statement), and answer the service's body, built from what they wrote. Left out, which flatters them: the body's validation, the pricing, the tariff and webhook-endpoint checks.",
     '',
     `The columns marked "paired" are medians (and ranges) of per-round ratios of req/s over ${r.pairedRounds} rounds in which the service's row, its floor and floor + guarantees each ran ${PAIRED_SECONDS} s, one right after another, in one order and then the reverse: a ratio of runs seconds apart, where the rows below are minutes apart. × raw and p99 come from the rows below.`,
     '',
@@ -927,35 +927,56 @@ async function main(): Promise<void> {
       guardedRow('warehouse-get', 'the same single-row read', `/warehouses/${warehouseId}`),
       guardedRow('warehouse-list', `the same ${WAREHOUSES}-row read`, '/warehouses'),
     ];
-    // The writes the decisions require, done by hand in one durable transaction (bench/floor.mjs, /contract):
-    // the targets table's "floor + guarantees" columns for the write rows. They copy the service's newest
-    // rows, so they run after the service's own row; the transfer consumes the service's pending quotes.
+    // The writes the decisions require, done by hand in one durable transaction with the reads' per-request
+    // guarantees (bench/floor.mjs, /contract): the targets table's "floor + guarantees" columns for the write
+    // rows. They copy the service's newest rows, so they run after the service's own row; the transfer
+    // consumes the service's pending quotes, each with its merchant's token.
     const contractRows = {
       options: {
         key: 'guarded-options',
-        title: "floor + the contract's writes: a quote and its quote.created event, one transaction",
+        title: "floor + the contract's writes and guarantees: a quote and its quote.created event, one transaction, the service's answer",
         expect: 201,
         floor: true,
-        request: { method: 'POST', path: '/contract/options', headers: { 'content-type': 'application/json' }, body: benchQuoteBody(warehouseId) },
+        request: { method: 'POST', path: '/contract/options', headers: { ...auth, 'content-type': 'application/json' }, body: benchQuoteBody(warehouseId) },
       },
       transfer: {
         key: 'guarded-transfer',
-        title: "floor + the contract's writes: the quote consumed, the balance debited, a ledger entry, the transfer and its event, one transaction",
+        title:
+          "floor + the contract's writes and guarantees: the quote consumed, the balance debited, a ledger entry, the transfer and its event, one transaction, the service's answer",
         expect: 201,
         floor: true,
         request: {
           method: 'POST',
           path: '/contract/transfer',
-          setupRequest: (req: any) => ({
-            ...req,
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: benchTransferBody(quotes.pop()?.id ?? randomUUID()), // none left: a 409, counted as unexpected
-          }),
+          setupRequest: (req: any) => {
+            const quote = quotes.pop() ?? { id: randomUUID(), merchant: first }; // none left: a 409, counted as unexpected
+            return { ...req, method: 'POST', headers: quote.merchant.json, body: benchTransferBody(quote.id) };
+          },
         },
       },
     } satisfies Record<string, Scenario>;
     const token = auth.authorization.slice('Bearer '.length);
+    // The contract's writes must answer what the service answers: the same fields, of the same types (ids,
+    // codes, times and the order of keys may differ), or the comparison means nothing.
+    const shapeOf = (v: unknown): unknown =>
+      v === null
+        ? 'null'
+        : Array.isArray(v)
+          ? v.map(shapeOf)
+          : typeof v === 'object'
+            ? Object.entries(v as object)
+                .sort(([a], [b]) => (a < b ? -1 : 1))
+                .map(([k, x]) => [k, shapeOf(x)])
+            : typeof v;
+    type Asked = { path: string; body: string; token?: string };
+    const sameAnswers = async (what: string, service: Asked, floor: Asked) => {
+      const [mine, theirs] = [
+        await http(base, 'POST', service.path, JSON.parse(service.body), service.token ?? token),
+        await http(floorTarget.base, 'POST', floor.path, JSON.parse(floor.body), floor.token ?? token),
+      ];
+      if (JSON.stringify(shapeOf(mine)) !== JSON.stringify(shapeOf(theirs)))
+        throw new Error(`bench/floor.mjs ${floor.path} does not answer what the service's ${what} does:\n${JSON.stringify(theirs)}\n${JSON.stringify(mine)}`);
+    };
     for (const guarded of guardedRows) {
       const path = guarded.request.path.slice('/guarded'.length); // the service's own route
       const [mine, theirs] = [await http(base, 'GET', path, undefined, token), await http(floorTarget.base, 'GET', guarded.request.path, undefined, token)];
@@ -995,6 +1016,11 @@ async function main(): Promise<void> {
     const commits = [await durableCommitsPerSecond(tmp)];
     const optionsRow = await run(options);
     await run(floorRows.options, floorTarget);
+    await sameAnswers(
+      'POST /options',
+      { path: '/options', body: benchQuoteBody(warehouseId) },
+      { path: '/contract/options', body: benchQuoteBody(warehouseId) },
+    );
     await run(contractRows.options, floorTarget);
 
     // Every transfer needs its own pending quote: enough for one full row at the POST /options rate (a
@@ -1006,6 +1032,14 @@ async function main(): Promise<void> {
       if (!idempotent) {
         await run(floorRows.transfer, floorTarget);
         await topUpQuotes(need);
+        const [one, two] = [quotes.pop(), quotes.pop()];
+        if (!one || !two) throw new Error('no pending quotes left to compare the transfers answers');
+        const tokenOf = (m: Seeded) => m.auth.authorization.slice('Bearer '.length);
+        await sameAnswers(
+          'POST /transfer',
+          { path: '/transfer', body: benchTransferBody(one.id), token: tokenOf(one.merchant) },
+          { path: '/contract/transfer', body: benchTransferBody(two.id), token: tokenOf(two.merchant) },
+        );
         await run({ ...contractRows.transfer, amount: quotes.length }, floorTarget);
       }
     }
