@@ -15,11 +15,13 @@
 // statements prepared once (one round trip on PostgreSQL). They do the per-request guarantees the guarded
 // reads do (the same guard: the token, the merchant's count and RateLimit fields, X-Request-Id), write only
 // for the caller's own ACTIVE warehouse (the quote) or the caller's own pending quote from an ACTIVE
-// warehouse (the payment), checked in the same statement, and answer 201 with the body the service answers,
-// built from what they wrote (404 and 409 otherwise). Left out, which only flatters them: the body's
+// warehouse (the payment), checked in the same statement on PostgreSQL and the same transaction on SQLite, and
+// answer 201 with the body the service answers, built from what they wrote (a bare 404 or 409 otherwise: the
+// bench never asks for those, so they are not the service's refusals). Left out, which only flatters them: the body's
 // validation, the pricing (the products are the copied quote's), the tariff and endpoints checks, the
 // Idempotency-Key, webhook deliveries (the bench's merchant has no endpoints) and the dispatcher's wake-up.
-// No auth, no validation, no hooks, no logging, no serialisation schema: rows are sent as the driver returns them.
+// The plain floors (/warehouses, /options, /transfer): no auth, no validation, no hooks, no logging, no
+// serialisation schema; rows are sent as the driver returns them.
 //
 // GET /guarded/warehouses/:id and GET /guarded/warehouses: the same two reads plus, done by hand and as
 // cheaply as this file knows how, the work the contract asks of every merchant request: the bearer token
@@ -146,7 +148,7 @@ const isoOf = (ms) => new Date(Number(ms)).toISOString();
 function metres(a, b) {
   const rad = Math.PI / 180;
   const h = Math.sin(((b.lat - a.lat) * rad) / 2) ** 2 + Math.cos(a.lat * rad) * Math.cos(b.lat * rad) * Math.sin(((b.lng - a.lng) * rad) / 2) ** 2;
-  return Math.round(2 * 6_371_008.8 * Math.asin(Math.sqrt(h)));
+  return Math.round(2 * 6_371_008.8 * Math.asin(Math.min(1, Math.sqrt(h))));
 }
 /** The parts of a quote's answer that its copies share: the products as merchants see them (minor units are internal), where from and to. */
 function quoteParts(quote) {
@@ -167,7 +169,12 @@ const quoteAnswer = (parts, q) =>
     distanceMeters: metres(parts.from, parts.to),
     expiresAt: isoOf(q.expires_at),
   });
-/** A new transfer's answer, as the service's toTransfer shapes it (a new transfer has no courier, times or cancellation yet). */
+/**
+ * A new transfer's answer, as the service's toTransfer shapes it (a new transfer has no courier, times or
+ * cancellation yet). The details (sender, pickup, recipient) are the copied transfer's, and the tracking URL
+ * has no public base, as in the bench's service: the same fields, types and sizes, though with --merchants
+ * the sender named is the first merchant.
+ */
 const transferAnswer = (d, t) =>
   JSON.stringify({
     id: t.id,
@@ -235,6 +242,7 @@ function contractOnSqlite(db, begin, commit) {
     return {
       t,
       details: JSON.parse(t.transfer.details),
+      ttlMs: Number(t.transfer.payment_ttl_minutes) * 60_000,
       consume: db.prepare(
         `update quotes set status = 'consumed', consumed_at = ? where merchant_id = ? and id = ? and status = 'pending' and expires_at > ?
           and exists (select 1 from warehouses w where w.merchant_id = quotes.merchant_id and w.id = quotes.warehouse_id and w.status = 'ACTIVE')
@@ -263,7 +271,7 @@ function contractOnSqlite(db, begin, commit) {
       const plan = await quotePlan();
       const rows = fresh(plan.t, Date.now(), merchantId, warehouseId);
       const written = inTransaction(() => {
-        if (!plan.warehouse.get(merchantId, warehouseId)) return false;
+        if (typeof warehouseId !== 'string' || !plan.warehouse.get(merchantId, warehouseId)) return false;
         plan.quote.run(...Object.values(rows.quote));
         plan.event.run(...Object.values(rows.quoteEvent));
         return true;
@@ -272,7 +280,7 @@ function contractOnSqlite(db, begin, commit) {
     },
     /** The transfer's answer (JSON), or undefined when the quote is not the merchant's pending one (nothing written). */
     transfer: async (merchantId, quoteId) => {
-      const { t, details, ...plan } = await transferPlan();
+      const { t, details, ttlMs, ...plan } = await transferPlan();
       const now = Date.now();
       const amount = t.transfer.total_amount;
       const transfer = inTransaction(() => {
@@ -288,7 +296,7 @@ function contractOnSqlite(db, begin, commit) {
           quote_id: quoteId,
           warehouse_id: q.warehouse_id,
           ...transferCodes(),
-          payment_expires_at: now + 3_600_000,
+          payment_expires_at: now + ttlMs,
           created_at: now,
           updated_at: now,
         };
@@ -347,6 +355,7 @@ function contractOnPostgres(pool) {
   });
   const transferPlan = once(async () => {
     const [t, typeOf] = [await templates(one, 'transfer'), await types()];
+    const ttlMs = Number(t.transfer.payment_ttl_minutes) * 60_000;
     // $1 the quote, $2 now, $3 the amount, $4 the merchant; then the copied columns.
     const params = [
       ['args', 'quoteId'],
@@ -365,7 +374,7 @@ function contractOnPostgres(pool) {
         merchant_id: 'c.merchant_id',
         quote_id: '$1::text',
         warehouse_id: 'c.warehouse_id',
-        payment_expires_at: '$2::bigint + 3600000',
+        payment_expires_at: `$2::bigint + ${ttlMs}`,
         created_at: '$2::bigint',
         updated_at: '$2::bigint',
       })}),
@@ -373,7 +382,7 @@ function contractOnPostgres(pool) {
       e as (${copy('events', 'transferEvent', t.transferEvent, { merchant_id: 'c.merchant_id', transfer_id: 'c.transfer_id', occurred_at: '$2::bigint' })})
       select (select count(*) from d)::int as n, (select transfer_id from c) as transfer_id, (select warehouse_id from c) as warehouse_id,
         1 / (case when exists (select 1 from c) and not exists (select 1 from d) then 0 else 1 end) as balance_guard`;
-    return { t, details: JSON.parse(t.transfer.details), text, params };
+    return { t, details: JSON.parse(t.transfer.details), ttlMs, text, params };
   });
   return {
     options: async (merchantId, warehouseId) => {
@@ -383,7 +392,7 @@ function contractOnPostgres(pool) {
       return r.rowCount === 1 ? quoteAnswer(parts, rows.quote) : undefined;
     },
     transfer: async (merchantId, quoteId) => {
-      const { t, details, text, params } = await transferPlan();
+      const { t, details, ttlMs, text, params } = await transferPlan();
       const now = Date.now();
       const rows = {
         args: { quoteId, now, amount: t.transfer.total_amount, merchantId },
@@ -400,7 +409,7 @@ function contractOnPostgres(pool) {
         merchant_id: merchantId,
         quote_id: quoteId,
         warehouse_id,
-        payment_expires_at: now + 3_600_000,
+        payment_expires_at: now + ttlMs,
         created_at: now,
         updated_at: now,
       });

@@ -630,7 +630,7 @@ function render(r: Report): string {
     '',
     `Durable commits: ${Math.round(commits)}/s (${r.commits.map((v) => Math.round(v)).join(' and ')} before and after the write rows: ${store === 'sqlite' ? 'one-row transactions one after the other on a SQLite file in WAL mode with synchronous=FULL, in the temp dir' : 'one-row INSERTs in autocommit on one PostgreSQL connection'}); raw fdatasync of 4 KiB: ${Math.round(median(r.fsyncs))}/s. The transfer rows give their rate as a fraction of the commit rate.`,
     '',
-    "Targets of issue 23 in this run, next to their floor: Fastify with the same query and nothing else (bench/floor.mjs: no auth, validation, hooks or schemas), on the same database and pinned CPU. For the reads, \"floor + guarantees\" is the same floor server doing, by hand, the per-request work the contract requires (token check with verified tokens remembered, the merchant counted with the RateLimit-Policy and RateLimit fields, X-Request-Id, the id validated, rows in the API's shape, each row's JSON remembered while it is unchanged as the service does) and answering the same bodies as the service: its ratio to the floor estimates what the guarantees themselves cost, and the service's ratio to it shows how much of the gap is the service's own. For the writes, \"floor + guarantees\" is the same floor server writing by hand, in one durable transaction with statements prepared once, the rows the decisions require of every quote (the quote and its quote.created event) and every payment (the quote consumed, the balance debited, its CHARGE ledger entry, the transfer and its transfer.created event), copied from the service's own rows: the least any implementation of the contract writes. They do the reads' per-request guarantees too (the same token check, count, RateLimit fields and X-Request-Id), write only for the caller's own ACTIVE warehouse or the caller's own pending quote (checked in the same statement), and answer the service's body, built from what they wrote. Left out, which flatters them: the body's validation, the pricing, the tariff and webhook-endpoint checks.",
+    "Targets of issue 23 in this run, next to their floor: Fastify with the same query and nothing else (bench/floor.mjs: no auth, validation, hooks or schemas), on the same database and pinned CPU. For the reads, \"floor + guarantees\" is the same floor server doing, by hand, the per-request work the contract requires (token check with verified tokens remembered, the merchant counted with the RateLimit-Policy and RateLimit fields, X-Request-Id, the id validated, rows in the API's shape, each row's JSON remembered while it is unchanged as the service does) and answering the same bodies as the service: its ratio to the floor estimates what the guarantees themselves cost, and the service's ratio to it shows how much of the gap is the service's own. For the writes, \"floor + guarantees\" is the same floor server writing by hand, in one durable transaction with statements prepared once, the rows the decisions require of every quote (the quote and its quote.created event) and every payment (the quote consumed, the balance debited, its CHARGE ledger entry, the transfer and its transfer.created event), copied from the service's own rows: the least any implementation of the contract writes. They do the reads' per-request guarantees too (the same token check, count, RateLimit fields and X-Request-Id), write only for the caller's own ACTIVE warehouse or the caller's own pending quote (checked in the same statement on PostgreSQL, the same transaction on SQLite), and answer the service's body, built from what they wrote. Left out, which flatters them: the body's validation, the pricing, the tariff and webhook-endpoint checks.",
     '',
     `The columns marked "paired" are medians (and ranges) of per-round ratios of req/s over ${r.pairedRounds} rounds in which the service's row, its floor and floor + guarantees each ran ${PAIRED_SECONDS} s, one right after another, in one order and then the reverse: a ratio of runs seconds apart, where the rows below are minutes apart. × raw and p99 come from the rows below.`,
     '',
@@ -956,26 +956,45 @@ async function main(): Promise<void> {
       },
     } satisfies Record<string, Scenario>;
     const token = auth.authorization.slice('Bearer '.length);
-    // The contract's writes must answer what the service answers: the same fields, of the same types (ids,
-    // codes, times and the order of keys may differ), or the comparison means nothing.
-    const shapeOf = (v: unknown): unknown =>
-      v === null
-        ? 'null'
+    // The contract's writes must answer what the service answers, or the comparison means nothing: 201, the
+    // guard's headers, and the same fields with the same types and values, except what differs from one
+    // write to the next (ids, codes, times) and, with --merchants, whose they are. Keys may come in another order.
+    const VARYING = new Set(
+      ['id', 'transfer_id', 'event_id', 'matchmakingId', 'transferCode', 'trackingCode', 'trackingUrl', 'deliveryPin', 'warehouseId', 'senderInfo'].concat([
+        'expiresAt',
+        'estimatedPickupAt',
+        'estimatedDeliveryAt',
+        'paymentExpiresAt',
+        'createdAt',
+        'updatedAt',
+      ]),
+    );
+    const comparable = (v: unknown, key = ''): unknown =>
+      VARYING.has(key)
+        ? v === null
+          ? 'null'
+          : Array.isArray(v)
+            ? 'array'
+            : typeof v // only its type
         : Array.isArray(v)
-          ? v.map(shapeOf)
-          : typeof v === 'object'
+          ? v.map((x) => comparable(x))
+          : v !== null && typeof v === 'object'
             ? Object.entries(v as object)
                 .sort(([a], [b]) => (a < b ? -1 : 1))
-                .map(([k, x]) => [k, shapeOf(x)])
-            : typeof v;
+                .map(([k, x]) => [k, comparable(x, k)])
+            : v;
     type Asked = { path: string; body: string; token?: string };
     const sameAnswers = async (what: string, service: Asked, floor: Asked) => {
-      const [mine, theirs] = [
-        await http(base, 'POST', service.path, JSON.parse(service.body), service.token ?? token),
-        await http(floorTarget.base, 'POST', floor.path, JSON.parse(floor.body), floor.token ?? token),
-      ];
-      if (JSON.stringify(shapeOf(mine)) !== JSON.stringify(shapeOf(theirs)))
-        throw new Error(`bench/floor.mjs ${floor.path} does not answer what the service's ${what} does:\n${JSON.stringify(theirs)}\n${JSON.stringify(mine)}`);
+      const ask = (target: string, a: Asked) =>
+        fetch(target + a.path, { method: 'POST', headers: { authorization: `Bearer ${a.token ?? token}`, 'content-type': 'application/json' }, body: a.body });
+      const [mine, theirs] = [await ask(base, service), await ask(floorTarget.base, floor)];
+      const [mineBody, theirsBody] = [await mine.json(), await theirs.json()];
+      const missing = ['x-request-id', 'ratelimit-policy', 'ratelimit'].filter((h) => !theirs.headers.has(h));
+      if (mine.status !== 201 || theirs.status !== 201 || missing.length > 0 || JSON.stringify(comparable(mineBody)) !== JSON.stringify(comparable(theirsBody)))
+        throw new Error(
+          `bench/floor.mjs ${floor.path} does not answer what the service's ${what} does${missing.length ? ` (no ${missing.join(', ')})` : ''}:\n` +
+            `floor ${theirs.status} ${JSON.stringify(theirsBody)}\nservice ${mine.status} ${JSON.stringify(mineBody)}`,
+        );
     };
     for (const guarded of guardedRows) {
       const path = guarded.request.path.slice('/guarded'.length); // the service's own route
