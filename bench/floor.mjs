@@ -173,7 +173,9 @@ const quoteAnswer = (parts, q) =>
  * A new transfer's answer, as the service's toTransfer shapes it (a new transfer has no courier, times or
  * cancellation yet). The details (sender, pickup, recipient) are the copied transfer's, and the tracking URL
  * has no public base, as in the bench's service: the same fields, types and sizes, though with --merchants
- * the sender named is the first merchant.
+ * the sender named is the first merchant. A copy of toTransfer (src/modules/transfers/service.ts) rather than
+ * a call to it: this file is plain JavaScript without the service's modules, so that the floor's process
+ * carries none of their code or memory.
  */
 const transferAnswer = (d, t) =>
   JSON.stringify({
@@ -435,20 +437,17 @@ app.post('/transfer', async (req, reply) => {
 const guard = guardedRoutes(app, store);
 const JSON_TYPE = 'application/json; charset=utf-8';
 const PROBLEM_TYPE = 'application/problem+json';
-app.post('/contract/options', async (req, reply) => {
-  const merchantId = guard(req, reply);
-  if (!merchantId) return reply;
-  const answer = await store.contract.options(merchantId, req.body.warehouseId);
-  if (!answer) return reply.code(404).type(PROBLEM_TYPE).send({ type: 'WAREHOUSE_NOT_FOUND', status: 404 });
-  return reply.code(201).type(JSON_TYPE).send(answer);
-});
-app.post('/contract/transfer', async (req, reply) => {
-  const merchantId = guard(req, reply);
-  if (!merchantId) return reply;
-  const answer = await store.contract.transfer(merchantId, req.body.matchmakingId);
-  if (!answer) return reply.code(409).type(PROBLEM_TYPE).send({ type: 'QUOTE_ALREADY_USED', status: 409 });
-  return reply.code(201).type(JSON_TYPE).send(answer);
-});
+/** A /contract write: guarded, then write(merchantId, the body's field) answers the JSON, or undefined for the refusal. */
+const contractRoute = (path, write, field, refusal) =>
+  app.post(path, async (req, reply) => {
+    const merchantId = guard(req, reply);
+    if (!merchantId) return reply;
+    const answer = await write(merchantId, req.body[field]);
+    if (!answer) return reply.code(refusal.status).type(PROBLEM_TYPE).send(refusal);
+    return reply.code(201).type(JSON_TYPE).send(answer);
+  });
+contractRoute('/contract/options', store.contract.options, 'warehouseId', { type: 'WAREHOUSE_NOT_FOUND', status: 404 });
+contractRoute('/contract/transfer', store.contract.transfer, 'matchmakingId', { type: 'QUOTE_ALREADY_USED', status: 409 });
 
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 console.log('ready');

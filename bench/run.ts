@@ -959,34 +959,21 @@ async function main(): Promise<void> {
     // The contract's writes must answer what the service answers, or the comparison means nothing: 201, the
     // guard's headers, and the same fields with the same types and values, except what differs from one
     // write to the next (ids, codes, times) and, with --merchants, whose they are. Keys may come in another order.
-    const VARYING = new Set(
-      ['id', 'transfer_id', 'event_id', 'matchmakingId', 'transferCode', 'trackingCode', 'trackingUrl', 'deliveryPin', 'warehouseId', 'senderInfo'].concat([
-        'expiresAt',
-        'estimatedPickupAt',
-        'estimatedDeliveryAt',
-        'paymentExpiresAt',
-        'createdAt',
-        'updatedAt',
-      ]),
-    );
-    const comparable = (v: unknown, key = ''): unknown =>
-      VARYING.has(key)
-        ? v === null
-          ? 'null'
-          : Array.isArray(v)
-            ? 'array'
-            : typeof v // only its type
-        : Array.isArray(v)
-          ? v.map((x) => comparable(x))
-          : v !== null && typeof v === 'object'
-            ? Object.entries(v as object)
-                .sort(([a], [b]) => (a < b ? -1 : 1))
-                .map(([k, x]) => [k, comparable(x, k)])
-            : v;
-    type Asked = { path: string; body: string; token?: string };
+    const VARYING = new Set(['id', 'transfer_id', 'event_id', 'matchmakingId', 'transferCode', 'trackingCode', 'trackingUrl', 'deliveryPin']);
+    for (const key of ['expiresAt', 'estimatedPickupAt', 'estimatedDeliveryAt', 'paymentExpiresAt', 'createdAt', 'updatedAt', 'warehouseId', 'senderInfo'])
+      VARYING.add(key);
+    /** v as compared: objects with their keys sorted, and where VARYING names the key, only the value's type. */
+    function comparable(v: unknown, key = ''): unknown {
+      if (VARYING.has(key)) return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
+      if (Array.isArray(v)) return v.map((x) => comparable(x));
+      if (v === null || typeof v !== 'object') return v;
+      return Object.entries(v)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([k, x]) => [k, comparable(x, k)]);
+    }
+    type Asked = { path: string; body: string; merchant?: Seeded };
     const sameAnswers = async (what: string, service: Asked, floor: Asked) => {
-      const ask = (target: string, a: Asked) =>
-        fetch(target + a.path, { method: 'POST', headers: { authorization: `Bearer ${a.token ?? token}`, 'content-type': 'application/json' }, body: a.body });
+      const ask = (target: string, a: Asked) => fetch(target + a.path, { method: 'POST', headers: (a.merchant ?? first).json, body: a.body });
       const [mine, theirs] = [await ask(base, service), await ask(floorTarget.base, floor)];
       const [mineBody, theirsBody] = [await mine.json(), await theirs.json()];
       const missing = ['x-request-id', 'ratelimit-policy', 'ratelimit'].filter((h) => !theirs.headers.has(h));
@@ -1053,11 +1040,10 @@ async function main(): Promise<void> {
         await topUpQuotes(need);
         const [one, two] = [quotes.pop(), quotes.pop()];
         if (!one || !two) throw new Error('no pending quotes left to compare the transfers answers');
-        const tokenOf = (m: Seeded) => m.auth.authorization.slice('Bearer '.length);
         await sameAnswers(
           'POST /transfer',
-          { path: '/transfer', body: benchTransferBody(one.id), token: tokenOf(one.merchant) },
-          { path: '/contract/transfer', body: benchTransferBody(two.id), token: tokenOf(two.merchant) },
+          { path: '/transfer', body: benchTransferBody(one.id), merchant: one.merchant },
+          { path: '/contract/transfer', body: benchTransferBody(two.id), merchant: two.merchant },
         );
         await run({ ...contractRows.transfer, amount: quotes.length }, floorTarget);
       }
