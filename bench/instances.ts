@@ -19,6 +19,9 @@
 // Fastify instance beside it (beside). It also prints the standalone floor's CPU an answer ÷ the service's. Next
 // to the standalone floor + guarantees, that splits the service's gap into what its route does, what its
 // application does around every route, and what being a larger process costs (bench/README.md says how).
+// `--memory` (with --inside): the guarded read inside and the standalone floor's each answer from memory after
+// their first read (GUARDED_FROM_MEMORY=1, bench/guarded.mjs), so the store's cost and its noise are left out
+// and what is compared is the same work in the service's application or process against a process of its own.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +43,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '3' },
     inside: { type: 'string' },
     tour: { type: 'string', default: '0' },
+    memory: { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -48,6 +52,7 @@ if (args.row !== 'get' && args.row !== 'list') throw new Error('--row is get or 
 const INSIDE = args.inside as 'root' | 'beside' | undefined;
 if (INSIDE !== undefined && INSIDE !== 'root' && INSIDE !== 'beside') throw new Error('--inside is root or beside');
 if (INSIDE && args['b-env'] !== '{}') throw new Error('--inside has no B instance: --b-env does not apply');
+if (args.memory && !INSIDE) throw new Error('--memory compares the guarded read inside and outside: it needs --inside');
 const TOUR = Number(args.tour);
 if (!Number.isInteger(TOUR) || TOUR < 0) throw new Error('--tour is a whole number from 0');
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(SECONDS > 0)) throw new Error('--rounds is a whole number from 1, --seconds a number above 0');
@@ -77,6 +82,8 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       HOST: '127.0.0.1',
       TOKEN_SIGNING_KEYS: generateSigningKey(),
       MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000', // counted, never refused, as in npm run bench
+      // Read by bench/guarded.mjs only (inside the service's process and in the floor's): the service ignores it.
+      ...(args.memory ? { GUARDED_FROM_MEMORY: '1' } : {}),
     };
     const mds = async (cliArgs: string[]) => {
       const r = await runMds(cliArgs, env);
@@ -176,7 +183,7 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       if (slash.status !== (INSIDE === 'root' ? 404 : 400)) throw new Error(`--inside ${INSIDE}: GET /guarded/warehouses/ answered ${slash.status}`);
     }
     for (const [target, p] of Object.values(targets)) await run(target, p, SECONDS); // the JIT settles
-    const ratios = { aToFloor: [] as number[], bToFloor: [] as number[], bCpuToA: [] as number[], floorCpuToA: [] as number[] };
+    const ratios = { aToFloor: [] as number[], bToFloor: [] as number[], bCpuToA: [] as number[], floorCpuToA: [] as number[], bCpuToFloor: [] as number[] };
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 ? (['b', 'floor', 'a'] as const) : (['a', 'floor', 'b'] as const);
       const got: Partial<Record<keyof typeof targets, Run>> = {};
@@ -186,6 +193,7 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       ratios.bToFloor.push(rb.rps / rf.rps);
       ratios.bCpuToA.push(rb.cpuUs / ra.cpuUs);
       ratios.floorCpuToA.push(rf.cpuUs / ra.cpuUs);
+      ratios.bCpuToFloor.push(rb.cpuUs / rf.cpuUs);
       console.log(
         `  round ${round + 1}: A ${ra.rps.toFixed(0)} req/s, ${ra.cpuUs.toFixed(1)} µs; floor + guarantees ${rf.rps.toFixed(0)}, ${rf.cpuUs.toFixed(1)}; B ${rb.rps.toFixed(0)}, ${rb.cpuUs.toFixed(1)}`,
       );
@@ -195,6 +203,7 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       bToFloor: median(ratios.bToFloor),
       bCpuToA: median(ratios.bCpuToA),
       floorCpuToA: median(ratios.floorCpuToA),
+      bCpuToFloor: median(ratios.bCpuToFloor),
     };
   } finally {
     for (const server of servers) await server.stop();
@@ -208,11 +217,11 @@ const bEnv = JSON.parse(args['b-env'] as string);
 pin(process.pid, 1);
 if (INSIDE) {
   console.log(
-    `A = ${JSON.stringify(aEnv)}, B = the floor + guarantees inside A's process (${INSIDE}); ${args.row === 'get' ? 'GET /warehouses/{id}' : 'GET /warehouses (50)'}`,
+    `A = ${JSON.stringify(aEnv)}, B = the floor + guarantees inside A's process (${INSIDE}${args.memory ? ', both it and the standalone floor + guarantees answering from memory' : ''}); ${args.row === 'get' ? 'GET /warehouses/{id}' : 'GET /warehouses (50)'}`,
   );
   const r = await measure(aEnv, {});
   console.log(
-    `req/s ÷ the standalone floor + guarantees': the service ${r.aToFloor.toFixed(2)}, the floor + guarantees inside (${INSIDE}) ${r.bToFloor.toFixed(2)}; CPU an answer ÷ the service's: inside ${r.bCpuToA.toFixed(3)}, standalone ${r.floorCpuToA.toFixed(3)}`,
+    `req/s ÷ the standalone floor + guarantees': the service ${r.aToFloor.toFixed(2)}, the floor + guarantees inside (${INSIDE}) ${r.bToFloor.toFixed(2)}; CPU an answer ÷ the service's: inside ${r.bCpuToA.toFixed(3)}, standalone ${r.floorCpuToA.toFixed(3)}; the inside's CPU an answer ÷ the standalone's ${r.bCpuToFloor.toFixed(3)}`,
   );
   process.exit(0);
 }
