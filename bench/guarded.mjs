@@ -8,7 +8,8 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
  * ({ warehouse(id, merchantId), warehouses(merchantId) }, each a promise of the rows as the driver returns them).
  * Returns the per-request guard itself, guard(req, reply): the merchant's id, or undefined once it has
  * answered 401. bench/floor.mjs's /contract writes run it too. With GUARDED_FROM_MEMORY=1 (bench/instances.ts
- * --memory) each row is read once and then answered from memory: the store's cost is left out of the comparison.
+ * --memory) each answer, a missing row included, is read once and then given from memory: the store's cost
+ * is left out of the comparison.
  */
 export function guardedRoutes(app, given) {
   const store = process.env.GUARDED_FROM_MEMORY === '1' ? fromMemory(given) : given;
@@ -106,7 +107,7 @@ export function guardedRoutes(app, given) {
   return guard;
 }
 
-/** The store with each answer read once and remembered (GUARDED_FROM_MEMORY=1): only for measuring, rows never change then. */
+/** The store with each answer (a missing row included) read once and remembered (GUARDED_FROM_MEMORY=1): only for measuring, rows never change then. */
 function fromMemory(store) {
   const one = new Map();
   const all = new Map();

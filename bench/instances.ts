@@ -1,5 +1,5 @@
 // `node bench/instances.ts [--b-env JSON] [--a-env JSON] [--row get|list] [--rounds 8] [--seconds 3] [--tour N]
-// [--inside root|beside]`: what one setting costs the real server, measured on two instances of `mds serve`
+// [--inside root|beside [--memory]]`: what one setting costs the real server, measured on two instances of `mds serve`
 // (A and B) that differ only by environment, next to the guarded floor (bench/floor.mjs, /guarded/...) on the
 // same SQLite file. Each is pinned to CPU 0, autocannon (50 connections) runs on CPU 1; per round A, the floor
 // and B each take one run, in one order and then the reverse. CPU per answer comes from /proc (the process's own user + system time).
@@ -67,7 +67,7 @@ interface Run {
   cpuUs: number;
 }
 
-/** One measurement: the medians over the rounds of A's and B's req/s ÷ the floor's, and of B's CPU an answer ÷ A's. */
+/** One measurement: the medians over the rounds of A's and B's req/s ÷ the floor's, of B's and the floor's CPU an answer ÷ A's, and of B's ÷ the floor's. */
 async function measure(aEnv: Record<string, string>, bEnv: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'mds-instances-'));
   const servers: ServerChild[] = [];
