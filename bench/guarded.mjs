@@ -109,17 +109,13 @@ export function guardedRoutes(app, given) {
 
 /** The store with each answer (a missing row included) read once and remembered (GUARDED_FROM_MEMORY=1): only for measuring, rows never change then. */
 function fromMemory(store) {
-  const one = new Map();
-  const all = new Map();
+  const known = new Map();
+  const remembered = async (key, read) => {
+    if (!known.has(key)) known.set(key, await read());
+    return known.get(key);
+  };
   return {
-    warehouse: async (id, merchantId) => {
-      const key = `${merchantId} ${id}`;
-      if (!one.has(key)) one.set(key, await store.warehouse(id, merchantId));
-      return one.get(key);
-    },
-    warehouses: async (merchantId) => {
-      if (!all.has(merchantId)) all.set(merchantId, await store.warehouses(merchantId));
-      return all.get(merchantId);
-    },
+    warehouse: (id, merchantId) => remembered(`one ${merchantId} ${id}`, () => store.warehouse(id, merchantId)),
+    warehouses: (merchantId) => remembered(`all ${merchantId}`, () => store.warehouses(merchantId)),
   };
 }

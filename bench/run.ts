@@ -959,9 +959,10 @@ async function main(): Promise<void> {
     // The contract's writes must answer what the service answers, or the comparison means nothing: 201, the
     // guard's headers, and the same fields with the same types and values, except what differs from one
     // write to the next (ids, codes, times) and, with --merchants, whose they are. Keys may come in another order.
-    const VARYING = new Set(['id', 'transfer_id', 'event_id', 'matchmakingId', 'transferCode', 'trackingCode', 'trackingUrl', 'deliveryPin']);
-    for (const key of ['expiresAt', 'estimatedPickupAt', 'estimatedDeliveryAt', 'paymentExpiresAt', 'createdAt', 'updatedAt', 'warehouseId', 'senderInfo'])
-      VARYING.add(key);
+    const VARYING = new Set([
+      ...['id', 'transfer_id', 'event_id', 'matchmakingId', 'transferCode', 'trackingCode', 'trackingUrl', 'deliveryPin'],
+      ...['expiresAt', 'estimatedPickupAt', 'estimatedDeliveryAt', 'paymentExpiresAt', 'createdAt', 'updatedAt', 'warehouseId', 'senderInfo'],
+    ]);
     /** v as compared: objects with their keys sorted, and where VARYING names the key, only the value's type. */
     function comparable(v: unknown, key = ''): unknown {
       if (VARYING.has(key)) return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
