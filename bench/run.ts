@@ -782,7 +782,9 @@ async function main(): Promise<void> {
     const optionsRequest = (req: any, context: Record<string, any>) => {
       const merchant = merchants[nextMerchant++ % merchants.length];
       context.merchant = merchant;
-      return { ...req, method: 'POST', path: '/options', headers: merchant.json, body: benchQuoteBody(merchant.warehouseId) };
+      // A copy: autocannon writes the body's Content-Length into the headers it is given, and a shared
+      // object would carry a quote's length into the next POST that uses it (a transfer, the answer checks).
+      return { ...req, method: 'POST', path: '/options', headers: { ...merchant.json }, body: benchQuoteBody(merchant.warehouseId) };
     };
     const onQuote = (status: number, body: string, context: Record<string, any>) => {
       if (status === 201) quotes.push({ id: JSON.parse(body).id, merchant: context.merchant });
@@ -796,7 +798,7 @@ async function main(): Promise<void> {
         method: 'POST',
         path: '/transfer',
         body: benchTransferBody(quote.id),
-        headers: idempotent ? { ...headers, 'idempotency-key': randomUUID() } : headers,
+        headers: idempotent ? { ...headers, 'idempotency-key': randomUUID() } : { ...headers }, // a copy, as in optionsRequest
       };
     };
     const onTransfer = (status: number, body: string, context: Record<string, any>) => {
@@ -950,7 +952,7 @@ async function main(): Promise<void> {
           path: '/contract/transfer',
           setupRequest: (req: any) => {
             const quote = quotes.pop() ?? { id: randomUUID(), merchant: first }; // none left: a 409, counted as unexpected
-            return { ...req, method: 'POST', headers: quote.merchant.json, body: benchTransferBody(quote.id) };
+            return { ...req, method: 'POST', headers: { ...quote.merchant.json }, body: benchTransferBody(quote.id) };
           },
         },
       },
@@ -1104,7 +1106,7 @@ async function main(): Promise<void> {
         path: '/transfer/x/cancel',
         setupRequest: (req) => {
           const t = cancellable.pop() ?? { id: randomUUID(), merchant: first };
-          return { ...req, path: `/transfer/${t.id}/cancel`, headers: t.merchant.json, body: '{"reason":"CUSTOMER_REQUESTED"}' };
+          return { ...req, path: `/transfer/${t.id}/cancel`, headers: { ...t.merchant.json }, body: '{"reason":"CUSTOMER_REQUESTED"}' }; // a copy, as in optionsRequest
         },
       },
     });

@@ -240,7 +240,9 @@ function report(totalMs: number): string {
   w('(writes), a used quote (409), an invalid body (400), a bad token (401), a wrong method (405) and the');
   w("health check. Asserted: **no 5xx**, no connection errors or timeouts, and the server's resident");
   w('memory at the end less than 20 % above its level 10 s into the measured run. The service runs as');
-  w("`npm start` runs it, with `--max-semi-space-size=16`: with a small young generation (Node 20's");
+  w(
+    "`npm start` runs it, with `--max-semi-space-size=16` (and `--no-memory-reducer-favors-memory`, for speed after idling): with a small young generation (Node 20's",
+  );
   w('default), RSS grew 32 % in this soak on PostgreSQL (256 → 337 MB, still climbing) although a full GC');
   w('afterwards left 36 MB live, i.e. no leak but request objects promoted to the old generation before');
   w("V8 first collected it; with 16 MiB (and with 32 and 64, Node 24's ceiling here) RSS is flat after warm-up.");

@@ -93,8 +93,17 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs = 10_
  * allocating less, the collections' pauses cost the same at either size (under 3 % of the server's CPU
  * on SQLite, `bench/allocation.ts --semi`), and RSS after the benchmark's mix ends ~35 MiB lower
  * (docs/benchmarks.md, "Eleventh pass").
+ *
+ * `--no-memory-reducer-favors-memory`: after about 8 s without requests, V8's memory reducer runs full
+ * collections, by default in a mode that can also let go of objects the optimised code embeds, so that
+ * code is thrown away ("embedded weak objects cleared": 13 and 79 deoptimisations in two 20 s pauses) and
+ * the next seconds run slower while the JIT compiles it again (the first 3 s of single reads after such
+ * a pause took 38 % and 107 % more CPU). With the flag the reducer still collects and shrinks the heap:
+ * no such deoptimisation in two runs of the same steps, whose first 3 s after the pause took 7-8 % more;
+ * idle memory unchanged. Not every pause does
+ * it (`bench/after-idle.ts` saw none in either mode); docs/benchmarks.md, "Twenty-fifth pass".
  */
-export const SERVER_NODE_FLAGS = ['--max-semi-space-size=16'];
+export const SERVER_NODE_FLAGS = ['--max-semi-space-size=16', '--no-memory-reducer-favors-memory'];
 
 /**
  * The environment the service runs with beside its own settings (`npm start` sets it too). glibc gives
