@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { moscowQuoteBody, warehouseBody } from '../scripts/lib/fixtures.ts';
-import { freePort, runMds, SERVER_ENV, type ServerChild, startServer } from '../scripts/lib/server-process.ts';
-import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
+import { moscowQuoteBody } from '../scripts/lib/fixtures.ts';
+import { freePort, type ServerChild, startServer } from '../scripts/lib/server-process.ts';
 import { cpuMicros, pinToCpu } from './process-cpu.ts';
+import { mdsWith, seedWarehouses, sqliteBenchEnv } from './sqlite-instances.ts';
 import { median } from './tokens.ts';
 
 const { values: args } = parseArgs({
@@ -32,21 +32,8 @@ pin(process.pid, 1);
 const dir = mkdtempSync(join(tmpdir(), 'mds-after-idle-'));
 const servers: ServerChild[] = [];
 try {
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    ...SERVER_ENV,
-    DATABASE_URL: `sqlite:${join(dir, 'bench.sqlite')}`,
-    NODE_ENV: 'production',
-    LOG_LEVEL: 'warn',
-    HOST: '127.0.0.1',
-    TOKEN_SIGNING_KEYS: generateSigningKey(),
-    MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000', // counted, never refused, as in npm run bench
-  };
-  const mds = async (cliArgs: string[]) => {
-    const r = await runMds(cliArgs, env);
-    if (r.code !== 0) throw new Error(`mds ${cliArgs.join(' ')}: ${r.stderr || `exit ${r.code}`}`);
-    return r.stdout;
-  };
+  const env = sqliteBenchEnv(dir);
+  const mds = mdsWith(env);
   await mds(['migrate']);
   const created = JSON.parse(await mds(['merchants', 'create', '--name', 'After-idle shop', '--balance', '100000000', '--json']));
   // Later V8 flags win: A puts the reducer's default mode back after SERVER_NODE_FLAGS.
@@ -69,23 +56,8 @@ try {
     await serve('B, as the service runs', []),
   ];
   const [a] = instances;
-  const tokenAnswer = await fetch(`${a.base}/auth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret }),
-  });
-  if (tokenAnswer.status !== 200) throw new Error(`token: ${tokenAnswer.status} ${await tokenAnswer.text()}`);
-  const headers = { authorization: `Bearer ${(await tokenAnswer.json()).access_token}` };
-  let warehouseId = '';
-  for (let i = 0; i < 50; i++) {
-    const res = await fetch(`${a.base}/warehouses`, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: JSON.stringify(warehouseBody({ name: `Warehouse ${i + 1}` })),
-    });
-    if (res.status !== 201) throw new Error(`seeding: ${res.status} ${await res.text()}`);
-    warehouseId = (await res.json()).id;
-  }
+  const { headers, warehouses } = await seedWarehouses(a.base, created);
+  const warehouseId = (warehouses.at(-1) as { id: string }).id;
   type Instance = (typeof instances)[number];
   const load = async (t: Instance, path: string, expect: number, h: Record<string, string> = headers, body?: string) => {
     const before = cpuMicros(t.pid);

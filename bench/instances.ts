@@ -28,10 +28,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
-import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
-import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
+import { moscowQuoteBody, transferBody } from '../scripts/lib/fixtures.ts';
+import { freePort, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
 import { cpuMicros, pinToCpu } from './process-cpu.ts';
+import { mdsWith, seedWarehouses, sqliteBenchEnv } from './sqlite-instances.ts';
 import { median } from './tokens.ts';
 
 const { values: args } = parseArgs({
@@ -73,23 +73,9 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
   const servers: ServerChild[] = [];
   let floorChild: ChildProcess | undefined;
   try {
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      ...SERVER_ENV,
-      DATABASE_URL: `sqlite:${join(dir, 'bench.sqlite')}`,
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'warn',
-      HOST: '127.0.0.1',
-      TOKEN_SIGNING_KEYS: generateSigningKey(),
-      MERCHANT_RATE_LIMIT_PER_MINUTE: '1000000', // counted, never refused, as in npm run bench
-      // Read by bench/guarded.mjs only (inside the service's process and in the floor's): the service ignores it.
-      ...(args.memory ? { GUARDED_FROM_MEMORY: '1' } : {}),
-    };
-    const mds = async (cliArgs: string[]) => {
-      const r = await runMds(cliArgs, env);
-      if (r.code !== 0) throw new Error(`mds ${cliArgs.join(' ')}: ${r.stderr || `exit ${r.code}`}`);
-      return r.stdout;
-    };
+    // GUARDED_FROM_MEMORY is read by bench/guarded.mjs only (inside the service's process and in the floor's): the service ignores it.
+    const env = sqliteBenchEnv(dir, args.memory ? { GUARDED_FROM_MEMORY: '1' } : {});
+    const mds = mdsWith(env);
     await mds(['migrate']);
     const created = JSON.parse(await mds(['merchants', 'create', '--name', 'Instances shop', '--balance', '100000000', '--json']));
     const serve = async (extra: Record<string, string>, nodeFlags: string[] = []) => {
@@ -106,24 +92,7 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       ? await serve({ ...aEnv, INSIDE, INSIDE_PORT: String(insidePort) }, ['--import', join(import.meta.dirname, 'inside.mjs')])
       : await serve(aEnv);
     const b = !INSIDE ? await serve(bEnv) : INSIDE === 'root' ? a : { base: `http://127.0.0.1:${insidePort}`, pid: a.pid };
-    const tokenAnswer = await fetch(`${a.base}/auth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: created.clientId, client_secret: created.clientSecret }),
-    });
-    if (tokenAnswer.status !== 200) throw new Error(`token: ${tokenAnswer.status} ${await tokenAnswer.text()}`);
-    const token = await tokenAnswer.json();
-    const headers = { authorization: `Bearer ${token.access_token}` };
-    const warehouses: Array<{ id: string; merchantId: string }> = [];
-    for (let i = 0; i < 50; i++) {
-      const res = await fetch(`${a.base}/warehouses`, {
-        method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json' },
-        body: JSON.stringify(warehouseBody({ name: `Warehouse ${i + 1}` })),
-      });
-      if (res.status !== 201) throw new Error(`seeding: ${res.status} ${await res.text()}`);
-      warehouses.push(await res.json());
-    }
+    const { headers, warehouses } = await seedWarehouses(a.base, created);
     // The tour (--tour): the other merchant routes, answered by each instance before the rounds.
     const call = async (base: string, method: string, p: string, body?: unknown, h: Record<string, string> = headers) => {
       const r = await fetch(base + p, {
