@@ -9,8 +9,9 @@ import { REDACT_PATHS, serializeRequest } from './plumbing.ts';
  * reads, whether or not a line is ever written. That was about half of the application's own CPU on a
  * bare read (docs/benchmarks.md, twenty-fourth and twenty-sixth passes). Here the same lines come out:
  * every line of a request carries its `reqId`, and at `info` or below each request writes Fastify's
- * "incoming request" and "request completed"; at the default production level (`warn`) a request costs
- * one small object and nothing else.
+ * "incoming request" and "request completed" (`info` is the default). At `warn` or above (the benchmarks'
+ * level, and a busy deployment's) a request costs one small object and nothing else. One difference:
+ * a response whose socket failed is logged as completed at info, where Fastify wrote "request errored".
  */
 export function createLogger(level: string, stream?: DestinationStream): Logger {
   const options = {
@@ -62,7 +63,7 @@ type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
 /**
  * A request's logger, made on first use: pino's child() runs the redaction stringifier over its
- * bindings, a few µs per request, for a logger that at the production level almost never writes. A
+ * bindings, a few µs per request, for a logger that at `warn` almost never writes. A
  * call at a disabled level is a no-op, and the first enabled call (or any other use) makes the real
  * child with the same bindings, so every line it writes is the line an eager child would have written.
  */
