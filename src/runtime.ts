@@ -15,7 +15,7 @@ import { createServices, type Services } from './services.ts';
  * start here. Config in; database (the embedded default migrated on the way), services, optional
  * metrics and background work out.
  */
-/** The logging the runtime and its background work need: pino's, or the HTTP app's (Fastify's pino). */
+/** The logging the runtime and its background work need: pino's, or the HTTP app's (src/http/request-logger.ts). */
 export interface Log {
   debug(obj: object, msg: string): void;
   info(obj: object, msg: string): void;

@@ -100,6 +100,22 @@ for (const level of ['warn', 'info'] as const) {
           linesOf('quiet-one').map((l) => l.msg),
           level === 'info' ? ['incoming request', 'request completed'] : [],
         );
+        if (level === 'info') {
+          const [incoming, completed] = linesOf('quiet-one');
+          assert.deepEqual(incoming.req, { method: 'GET', url: '/warehouses', host: incoming.req.host, remoteAddress: incoming.req.remoteAddress });
+          assert.equal(typeof incoming.req.host, 'string');
+          assert.deepEqual(completed.res, { statusCode: 200 });
+          assert.equal(typeof completed.responseTime, 'number');
+        }
+
+        // A request Fastify refuses before any hook runs (a bad %-escape) still logs with its request id.
+        const badUrl = await t.as(token, { method: 'GET', url: '/warehouses/%zz', headers: { 'x-request-id': 'bad-url' } });
+        assert.equal(badUrl.statusCode, 400);
+        assert.equal(badUrl.headers['x-request-id'], 'bad-url');
+        assert.deepEqual(
+          linesOf('bad-url').map((l) => l.msg),
+          level === 'info' ? ['incoming request'] : [],
+        );
 
         const failed = await whileWarehouseListFails(t, 'boom', () =>
           t.as(token, { method: 'GET', url: '/warehouses', headers: { 'x-request-id': 'loud-one' } }),

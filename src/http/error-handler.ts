@@ -5,6 +5,7 @@ import { isDatabaseUnavailable } from '../db/transaction.ts';
 import { AppError, type ErrorCode, type FieldError, toProblem } from '../lib/errors.ts';
 import { http } from '../lib/node-http.ts';
 import { MULTI_LINE, PHONE, PRODUCT_KEY, SINGLE_LINE } from '../lib/schemas.ts';
+import { attachRequestLogger } from './request-logger.ts';
 
 const { STATUS_CODES } = http;
 
@@ -63,6 +64,7 @@ export function rawProblem(error: AppError): string {
 
 /** Errors Fastify raises before routing (a malformed %-escape, an over-long path parameter): the same envelope as every other error. */
 export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  attachRequestLogger(request, reply); // no hook has run for it
   const detail = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The URL is not valid (bad %-escape)';
   return sendProblem(request, reply, new AppError('VALIDATION_FAILED', detail, { errors: [{ path: '', message: detail }] }));
 }

@@ -7,11 +7,10 @@ import { REDACT_PATHS, serializeRequest } from './plumbing.ts';
  * src/app.ts): with one, it gives every request a child logger (and validates it, the factory not being
  * its default) and adds and removes a `finish` and an `error` listener on every response, with two clock
  * reads, whether or not a line is ever written. That was about half of the application's own CPU on a
- * bare read (docs/benchmarks.md, twenty-fourth and twenty-sixth passes). Here the same lines come out:
- * every line of a request carries its `reqId`, and at `info` or below each request writes Fastify's
- * "incoming request" and "request completed" (`info` is the default). At `warn` or above (the benchmarks'
- * level, and a busy deployment's) a request costs one small object and nothing else. One difference:
- * a response whose socket failed is logged as completed at info, where Fastify wrote "request errored".
+ * bare read (docs/benchmarks.md, twenty-fourth and twenty-sixth passes). Here Fastify's lines come out
+ * as before: every line of a request carries its `reqId`, and at `info` (the default) each request writes
+ * "incoming request" and "request completed". At `warn` or above (the benchmarks' level, and a busy
+ * deployment's) a request costs one small object and nothing else.
  */
 export function createLogger(level: string, stream?: DestinationStream): Logger {
   const options = {
@@ -24,39 +23,46 @@ export function createLogger(level: string, stream?: DestinationStream): Logger 
 }
 
 /**
- * Fastify's log controller (`logController` in src/app.ts) without its two request lines, which
- * registerRequestLogging writes: Fastify asks for "incoming request" before any hook has given the
- * request its logger, and "request completed" only once something listens for the response's end. Its
- * other lines (a stream that failed, a serializer or writeHead that threw) are Fastify's, as before.
+ * Fastify's log controller (`logController` in src/app.ts) without its "incoming request" line, which
+ * requestLogger writes: Fastify asks for it before any hook has given the request its logger. The rest
+ * is Fastify's, written through `reply.log`: "request completed" (or "request errored" with `err`, at
+ * error) once something listens for the response's end, a failed stream, a serializer or writeHead that
+ * threw.
  */
 export class RequestLines extends LogController {
   override incomingRequest(): void {}
-  override requestCompleted(): void {}
 }
 
 /**
- * Gives every request its logger (request.log and reply.log, bound to its id) and, where `info` is
- * enabled, its two request lines. Registered first, so that every later hook, handler and error handler
- * logs with the request's id. `onRequest` also sends the id back as X-Request-Id.
+ * Gives the request its logger (request.log and reply.log, a lazy child bound to its `reqId`) and, at
+ * `info` or below, writes its "incoming request" line. Called by the first onRequest hook, and by the
+ * answer to a request Fastify refuses before any hook runs (src/http/error-handler.ts, frameworkError).
+ * A route's own `logLevel` or `logSerializers` are not applied: no route sets them.
+ */
+export function attachRequestLogger(request: FastifyRequest, reply: FastifyReply): void {
+  const logger = request.server.log as unknown as Logger;
+  const log = new LazyRequestLogger(logger, { reqId: request.id }) as unknown as FastifyBaseLogger;
+  request.log = log;
+  reply.log = log;
+  if (logger.isLevelEnabled('info')) log.info({ req: request }, 'incoming request');
+}
+
+/**
+ * The service's logger becomes `app.log` (before any plugin is registered: scopes inherit the root's),
+ * and every request gets its logger in the first onRequest hook, which also sends the id back as
+ * X-Request-Id. At `info` or below an onResponse hook (which does nothing itself) makes Fastify listen
+ * for each response's end, so that its controller writes "request completed". At `warn` or above there
+ * is none, and unless metrics add theirs (src/observability/routes.ts) Fastify sets up no listeners;
+ * then a response whose socket fails is not logged as "request errored".
  */
 export function registerRequestLogging(app: FastifyInstance, logger: Logger): void {
   app.log = logger as unknown as FastifyBaseLogger;
-  const lines = logger.isLevelEnabled('info');
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    const log = new LazyRequestLogger(logger, { reqId: request.id }) as unknown as FastifyBaseLogger;
-    request.log = log;
-    reply.log = log;
-    if (lines) log.info({ req: request }, 'incoming request');
+    attachRequestLogger(request, reply);
     done();
   });
-  // Only at info or below: an onResponse hook makes Fastify listen for every response's end.
-  if (lines) {
-    app.addHook('onResponse', (request: FastifyRequest, reply, done) => {
-      request.log.info({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
-      done();
-    });
-  }
+  if (logger.isLevelEnabled('info')) app.addHook('onResponse', (_request, _reply, done) => done());
 }
 
 type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
