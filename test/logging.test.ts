@@ -104,6 +104,7 @@ for (const level of ['warn', 'info'] as const) {
           const [incoming, completed] = linesOf('quiet-one');
           assert.deepEqual(incoming.req, { method: 'GET', url: '/warehouses', host: incoming.req.host, remoteAddress: incoming.req.remoteAddress });
           assert.equal(typeof incoming.req.host, 'string');
+          assert.equal(typeof incoming.req.remoteAddress, 'string');
           assert.deepEqual(completed.res, { statusCode: 200 });
           assert.equal(typeof completed.responseTime, 'number');
         }

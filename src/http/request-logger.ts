@@ -24,7 +24,7 @@ export function createLogger(level: string, stream?: DestinationStream): Logger 
 
 /**
  * Fastify's log controller (`logController` in src/app.ts) without its "incoming request" line, which
- * requestLogger writes: Fastify asks for it before any hook has given the request its logger. The rest
+ * attachRequestLogger writes: Fastify asks for it before any hook has given the request its logger. The rest
  * is Fastify's, written through `reply.log`: "request completed" (or "request errored" with `err`, at
  * error) once something listens for the response's end, a failed stream, a serializer or writeHead that
  * threw.
@@ -41,10 +41,15 @@ export class RequestLines extends LogController {
  */
 export function attachRequestLogger(request: FastifyRequest, reply: FastifyReply): void {
   const logger = request.server.log as unknown as Logger;
+  attach(logger, logger.isLevelEnabled('info'), request, reply);
+}
+
+/** attachRequestLogger with the logger and whether `info` is enabled known beforehand (the hot path's hook). */
+function attach(logger: Logger, lines: boolean, request: FastifyRequest, reply: FastifyReply): void {
   const log = new LazyRequestLogger(logger, { reqId: request.id }) as unknown as FastifyBaseLogger;
   request.log = log;
   reply.log = log;
-  if (logger.isLevelEnabled('info')) log.info({ req: request }, 'incoming request');
+  if (lines) log.info({ req: request }, 'incoming request');
 }
 
 /**
@@ -57,12 +62,13 @@ export function attachRequestLogger(request: FastifyRequest, reply: FastifyReply
  */
 export function registerRequestLogging(app: FastifyInstance, logger: Logger): void {
   app.log = logger as unknown as FastifyBaseLogger;
+  const lines = logger.isLevelEnabled('info');
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    attachRequestLogger(request, reply);
+    attach(logger, lines, request, reply);
     done();
   });
-  if (logger.isLevelEnabled('info')) app.addHook('onResponse', (_request, _reply, done) => done());
+  if (lines) app.addHook('onResponse', (_request, _reply, done) => done());
 }
 
 type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
