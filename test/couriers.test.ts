@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { type Courier, describeEachStore, type Merchant, type TestApp } from './helpers/app.ts';
 import { mds } from './helpers/cli.ts';
 import { documentedOperations } from './helpers/contract.ts';
-import { money, paidTransfer, setup } from './helpers/flow.ts';
+import { money, paidTransfer, STANDARD_PRICE, setup } from './helpers/flow.ts';
 
 /** Couriers wait near the flow's warehouse (0, 0); its destination is 11 km east. */
 const NEAR = { lat: 0.001, lng: 0.001 };
@@ -43,8 +43,17 @@ describeEachStore(
         currency: 'RUB',
         createdAt: tr.createdAt,
       });
-      for (const secret of [tr.transferCode, tr.deliveryPin, 'Ivanova', '+7 900 000-00-00', 'Destination 5', '516']) {
+      for (const secret of [tr.transferCode, tr.deliveryPin, 'Ivanova', '+7 900 000-00-00', 'Destination 5']) {
         assert.equal(JSON.stringify(jobs).includes(secret), false, `an open job never shows ${secret}`);
+      }
+      // The merchant's price is a value, not a substring: ids and timestamps may well contain "516".
+      const values: unknown[] = [];
+      JSON.stringify(jobs, (_key, value) => {
+        values.push(value);
+        return value;
+      });
+      for (const price of [516, '516', STANDARD_PRICE]) {
+        assert.equal(values.includes(price), false, `an open job never shows the merchant's price (${JSON.stringify(price)})`);
       }
 
       const accepted = await t.http(c, 'POST', `/courier/jobs/${tr.id}/accept`);
