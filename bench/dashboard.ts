@@ -246,7 +246,7 @@ async function createStaff(
       const hold = `update transfers set courier_id = '${courier.id}', courier_name = 'Bench courier ${i}'
         where id in (select id from transfers where state = 'courierAssigned' and courier_id is null order by id limit 2)`;
       if ('file' in target) {
-        // The services' own connection may still be committing the session just started: wait for it.
+        // createServices's connection may still be committing the session just started: wait for it.
         const db = new DatabaseSync(target.file, { timeout: 5000 });
         db.exec(hold);
         db.close();

@@ -15,6 +15,12 @@ function valuesIn(document: unknown): unknown[] {
   return values;
 }
 
+/**
+ * The PIN as it could leak: the string, and its number when that is still four digits (a PIN with a
+ * leading zero would become a small number that a job's own figures, such as 5 code attempts, can equal).
+ */
+const pinValues = (pin: string): unknown[] => (/^[1-9]/.test(pin) ? [pin, Number(pin)] : [pin]);
+
 /** Couriers wait near the flow's warehouse (0, 0); its destination is 11 km east. */
 const NEAR = { lat: 0.001, lng: 0.001 };
 const FAR = { lat: 1, lng: 1 };
@@ -58,7 +64,7 @@ describeEachStore(
       }
       // The PIN and the merchant's price are looked for as values, not substrings: ids and timestamps may
       // well contain "516" or the PIN's four digits.
-      for (const value of [tr.deliveryPin, Number(tr.deliveryPin), 516, '516', STANDARD_PRICE]) {
+      for (const value of [...pinValues(tr.deliveryPin), 516, '516', STANDARD_PRICE]) {
         assert.equal(valuesIn(jobs).includes(value), false, `an open job never shows ${JSON.stringify(value)}`);
       }
 
@@ -74,7 +80,7 @@ describeEachStore(
         locked: false,
       });
       assert.equal(
-        valuesIn(accepted.body).includes(tr.deliveryPin) || valuesIn(accepted.body).includes(Number(tr.deliveryPin)),
+        pinValues(tr.deliveryPin).some((pin) => valuesIn(accepted.body).includes(pin)),
         false,
         'couriers never see the PIN',
       );
