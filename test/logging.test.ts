@@ -109,14 +109,19 @@ for (const level of ['warn', 'info'] as const) {
           assert.equal(typeof completed.responseTime, 'number');
         }
 
-        // A request Fastify refuses before any hook runs (a bad %-escape) still logs with its request id.
+        // A request Fastify refuses before any hook runs (a bad %-escape) still logs with its request id, both lines.
         const badUrl = await t.as(token, { method: 'GET', url: '/warehouses/%zz', headers: { 'x-request-id': 'bad-url' } });
         assert.equal(badUrl.statusCode, 400);
         assert.equal(badUrl.headers['x-request-id'], 'bad-url');
         assert.deepEqual(
           linesOf('bad-url').map((l) => l.msg),
-          level === 'info' ? ['incoming request'] : [],
+          level === 'info' ? ['incoming request', 'request completed'] : [],
         );
+        if (level === 'info') {
+          const completed = linesOf('bad-url')[1];
+          assert.deepEqual(completed.res, { statusCode: 400 });
+          assert.ok(typeof completed.responseTime === 'number' && completed.responseTime >= 0, JSON.stringify(completed));
+        }
 
         const failed = await whileWarehouseListFails(t, 'boom', () =>
           t.as(token, { method: 'GET', url: '/warehouses', headers: { 'x-request-id': 'loud-one' } }),
