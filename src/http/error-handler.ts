@@ -5,7 +5,7 @@ import { isDatabaseUnavailable } from '../db/transaction.ts';
 import { AppError, type ErrorCode, type FieldError, toProblem } from '../lib/errors.ts';
 import { http } from '../lib/node-http.ts';
 import { MULTI_LINE, PHONE, PRODUCT_KEY, SINGLE_LINE } from '../lib/schemas.ts';
-import { attachRequestLogger } from './request-logger.ts';
+import { attachRequestLogger, logCompletion } from './request-logger.ts';
 
 const { STATUS_CODES } = http;
 
@@ -65,11 +65,7 @@ export function rawProblem(error: AppError): string {
 /** Errors Fastify raises before routing (a malformed %-escape, an over-long path parameter): the same envelope as every other error. */
 export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   attachRequestLogger(request, reply); // no hook has run for it
-  // Nor does Fastify listen for this answer's end: its "request completed" line is written here (at info, as for every other request).
-  if (reply.log.isLevelEnabled('info')) {
-    const started = performance.now();
-    reply.raw.once('finish', () => reply.log.info({ res: reply, responseTime: performance.now() - started }, 'request completed'));
-  }
+  logCompletion(request, reply); // nor does Fastify follow this answer to its end
   const detail = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The URL is not valid (bad %-escape)';
   return sendProblem(request, reply, new AppError('VALIDATION_FAILED', detail, { errors: [{ path: '', message: detail }] }));
 }

@@ -44,6 +44,16 @@ export function attachRequestLogger(request: FastifyRequest, reply: FastifyReply
   attach(logger, logger.isLevelEnabled('info'), request, reply);
 }
 
+/**
+ * At `info`, the "request completed" line of an answer Fastify does not follow to its end (one it refused
+ * before any hook ran: src/http/error-handler.ts, frameworkError), written when the answer finishes.
+ */
+export function logCompletion(request: FastifyRequest, reply: FastifyReply): void {
+  if (!(request.server.log as unknown as Logger).isLevelEnabled('info')) return;
+  const started = performance.now();
+  reply.raw.once('finish', () => reply.log.info({ res: reply, responseTime: performance.now() - started }, 'request completed'));
+}
+
 /** attachRequestLogger with the logger and whether `info` is enabled known beforehand (the hot path's hook). */
 function attach(logger: Logger, lines: boolean, request: FastifyRequest, reply: FastifyReply): void {
   const log = new LazyRequestLogger(logger, { reqId: request.id }) as unknown as FastifyBaseLogger;
