@@ -726,26 +726,44 @@ describeEachStore(
     test('a pass finds what is due through indexes: it reads none of the tables that grow with traffic whole (the plan of every statement it sends)', async () => {
       const t = ctx();
       const { db } = t.database;
-      // The statements the pass really sends, captured as they go through the connection (compiled reads too:
-      // without the direct path they take a free connection, with the same SQL).
+      // Work due in this pass: a live transfer no courier took in time, and a sandbox transfer's next step.
+      const live = await setup(t, '5000');
+      const unassigned = await paidTransfer(t, live.m, live.w.id);
+      t.clock.advance(61 * 60_000); // past ASSIGNMENT_TIMEOUT_MINUTES (60)
+      const sandbox = await setup(t, '5000', 'sandbox');
+      const stepping = await paidTransfer(t, sandbox.m, sandbox.w.id);
+      t.clock.advance(20_000); // past SANDBOX_STEP_SECONDS (10)
+      // The statements the pass really sends, transactions' included, captured on the connections themselves
+      // (a copy of a connection would lose its methods and state). Reads go through them too, not the direct path.
       const direct = directReads.get(db);
       directReads.delete(db);
       const sent: CompiledQuery[] = [];
       const executor = db.getExecutor();
       const original = executor.provideConnection;
       const provide = original.bind(executor);
+      const patched = new Set<{ executeQuery: unknown }>();
       executor.provideConnection = (consumer) =>
-        provide((connection) =>
-          consumer({ ...connection, executeQuery: (q) => (sent.push(q), connection.executeQuery(q)), streamQuery: connection.streamQuery.bind(connection) }),
-        );
-      const scheduler = startScheduler({ ...t.services, intervalMs: 3_600_000, sandboxStepMs: 1000, log: { info() {}, error() {} } });
+        provide((connection) => {
+          if (!patched.has(connection)) {
+            const run = connection.executeQuery.bind(connection);
+            connection.executeQuery = (q) => (sent.push(q), run(q));
+            patched.add(connection);
+          }
+          return consumer(connection);
+        });
+      const scheduler = startScheduler({ ...t.services, intervalMs: 3_600_000, log: { info() {}, error() {} } });
+      let pass: Awaited<ReturnType<typeof scheduler.runOnce>>;
       try {
-        await scheduler.runOnce();
+        pass = await scheduler.runOnce();
       } finally {
         await scheduler.stop();
         executor.provideConnection = original;
+        for (const connection of patched) delete (connection as { executeQuery?: unknown }).executeQuery; // back to the class's own
         if (direct) directReads.set(db, direct);
       }
+      assert.deepEqual([pass.cancelled, pass.sandboxSteps], [1, 1], 'the pass did the due work');
+      assert.equal((await get(t, live.m, unassigned.id)).state, 'cancelled');
+      assert.equal((await get(t, sandbox.m, stepping.id)).state, 'courierAssigned');
       assert.ok(
         sent.some((q) => /^delete from "quotes"/.test(q.sql)),
         `the quote purge is among them: ${sent.map((q) => q.sql.slice(0, 40)).join(' | ')}`,

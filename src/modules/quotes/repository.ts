@@ -1,4 +1,4 @@
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { insertRow, placeholders, prepared, rowValues } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
@@ -289,11 +289,15 @@ export const quotesRepository = {
     return { quote, endpoints: endpoints ?? [] };
   },
 
-  /** Deletes at most `limit` quotes that were never used and expired before `before` (retention). */
+  /**
+   * Deletes at most `limit` quotes that were never used and expired before `before` (retention), found
+   * through quotes_pending_expiry_idx. 'pending' is written into the SQL, not bound: a statement planned
+   * once for any value (a prepared one on PostgreSQL) could not use an index that holds pending quotes only.
+   */
   async deleteUnusedExpiredBefore(db: Db, before: number, limit: number): Promise<number> {
     const r = await db
       .deleteFrom('quotes')
-      .where('id', 'in', (eb) => eb.selectFrom('quotes').select('id').where('status', '=', 'pending').where('expires_at', '<=', before).limit(limit))
+      .where('id', 'in', (eb) => eb.selectFrom('quotes').select('id').where('status', '=', sql.lit('pending')).where('expires_at', '<=', before).limit(limit))
       .executeTakeFirst();
     return Number(r.numDeletedRows);
   },
