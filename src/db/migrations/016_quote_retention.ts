@@ -10,8 +10,8 @@ import { type Kysely, sql } from 'kysely';
 // PostgreSQL. A cost on PostgreSQL: the consume changes `status`, which the index's condition reads, so
 // it is never a HOT update (every index of `quotes` gets the new row version). Partial or not, an index
 // that finds pending quotes must read `status`; one on `expires_at` alone would walk every consumed
-// quote's entry on every pass. Building it locks `quotes` against writes on
-// PostgreSQL: on a large table, build it beforehand with
+// quote's entry on every pass. Building it locks `quotes` against writes on PostgreSQL: on a large
+// table, build it beforehand with
 //   create index concurrently if not exists quotes_pending_expiry_idx on quotes (expires_at) where status = 'pending';
 // and this migration then finds it (docs/deployment.md).
 export function quoteRetention() {
