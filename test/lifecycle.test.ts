@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { startScheduler } from '../src/background/scheduler.ts';
-import { directReads } from '../src/db/prepared.ts';
+import type { DB } from '../src/db/types.ts';
 import { createTestApp, describeEachStore, ISO_MS_RE, type Merchant, type TestApp, UUID_RE, warehouseBody } from './helpers/app.ts';
 import { money, paidTransfer, quote, STANDARD_MINOR, setup, transferBody, WAREHOUSE_META } from './helpers/flow.ts';
+import { sqlitePlan, statementsSent } from './helpers/stores.ts';
 
 const STATES = ['inProgress', 'courierAssigned', 'pickedUp', 'delivered', 'returning', 'returned', 'cancelled'] as const;
 type State = (typeof STATES)[number];
@@ -733,34 +734,8 @@ describeEachStore(
       const sandbox = await setup(t, '5000', 'sandbox');
       const stepping = await paidTransfer(t, sandbox.m, sandbox.w.id);
       t.clock.advance(20_000); // past SANDBOX_STEP_SECONDS (10)
-      // The statements the pass really sends, transactions' included, captured on the connections themselves
-      // (a copy of a connection would lose its methods and state). Reads go through them too, not the direct path.
-      const direct = directReads.get(db);
-      directReads.delete(db);
-      const sent: CompiledQuery[] = [];
-      const executor = db.getExecutor();
-      const original = executor.provideConnection;
-      const provide = original.bind(executor);
-      const patched = new Set<{ executeQuery: unknown }>();
-      executor.provideConnection = (consumer) =>
-        provide((connection) => {
-          if (!patched.has(connection)) {
-            const run = connection.executeQuery.bind(connection);
-            connection.executeQuery = (q) => (sent.push(q), run(q));
-            patched.add(connection);
-          }
-          return consumer(connection);
-        });
       const scheduler = startScheduler({ ...t.services, intervalMs: 3_600_000, log: { info() {}, error() {} } });
-      let pass: Awaited<ReturnType<typeof scheduler.runOnce>>;
-      try {
-        pass = await scheduler.runOnce();
-      } finally {
-        await scheduler.stop();
-        executor.provideConnection = original;
-        for (const connection of patched) delete (connection as { executeQuery?: unknown }).executeQuery; // back to the class's own
-        if (direct) directReads.set(db, direct);
-      }
+      const { result: pass, sent } = await statementsSent(db, () => scheduler.runOnce()).finally(() => scheduler.stop());
       assert.deepEqual([pass.cancelled, pass.sandboxSteps], [1, 1], 'the pass did the due work');
       assert.equal((await get(t, live.m, unassigned.id)).state, 'cancelled');
       assert.equal((await get(t, sandbox.m, stepping.id)).state, 'courierAssigned');
@@ -771,30 +746,11 @@ describeEachStore(
       const growing = ['quotes', 'transfers', 'events', 'idempotency_keys', 'ledger_entries', 'webhook_deliveries', 'offers', 'audit_log'];
       for (const q of sent.filter((s) => /^(select|update|delete|with)\b/.test(s.sql))) {
         if (t.database.dialect === 'sqlite') {
-          const plan = (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${q.sql}`, [...q.parameters]))).rows
-            .map((r) => r.detail)
-            .join('; ');
           // SEARCH walks an index to what it needs; SCAN reads the whole table (or the whole of one of its indexes).
+          const plan = await sqlitePlan(db, q);
           assert.doesNotMatch(plan, new RegExp(`\\bSCAN (${growing.join('|')})\\b`), `${q.sql}\n=> ${plan}`);
         } else {
-          // With whole-table reads priced out (a sequential scan, or a hash or merge join's full pass, which a
-          // near-empty table's planner prefers), a plan that still reads a growing table without an index
-          // condition has no index to use.
-          const plan = await db.transaction().execute(async (trx) => {
-            for (const setting of ['enable_seqscan', 'enable_hashjoin', 'enable_mergejoin']) await sql`select set_config(${setting}, 'off', true)`.execute(trx);
-            return (await trx.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${q.sql}`, [...q.parameters]))).rows[0][
-              'QUERY PLAN'
-            ];
-          });
-          const whole: string[] = [];
-          const walk = (node: Record<string, unknown>) => {
-            const table = node['Relation Name'] as string | undefined;
-            if (table && growing.includes(table) && (node['Node Type'] === 'Seq Scan' || (/Index/.test(String(node['Node Type'])) && !node['Index Cond']))) {
-              whole.push(`${node['Node Type']} on ${table}`);
-            }
-            for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-          };
-          walk((plan as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
+          const { whole, plan } = await postgresWholeReads(db, q, growing);
           assert.deepEqual(whole, [], `${q.sql}\n=> ${JSON.stringify(plan)}`);
         }
       }
@@ -802,3 +758,24 @@ describeEachStore(
   },
   { QUOTE_RETENTION_DAYS: '3' },
 );
+
+/**
+ * The steps of PostgreSQL's plan of q that read one of `tables` without an index condition. Whole-table
+ * reads are priced out first (a sequential scan, or a hash or merge join's full pass, which a near-empty
+ * table's planner prefers), so a step that still reads without a condition has no index to use.
+ */
+async function postgresWholeReads(db: Kysely<DB>, q: CompiledQuery, tables: string[]): Promise<{ whole: string[]; plan: unknown }> {
+  const plan = await db.transaction().execute(async (trx) => {
+    for (const setting of ['enable_seqscan', 'enable_hashjoin', 'enable_mergejoin']) await sql`select set_config(${setting}, 'off', true)`.execute(trx);
+    return (await trx.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${q.sql}`, [...q.parameters]))).rows[0]['QUERY PLAN'];
+  });
+  const whole: string[] = [];
+  const walk = (node: Record<string, unknown>) => {
+    const table = node['Relation Name'] as string | undefined;
+    const type = String(node['Node Type']);
+    if (table && tables.includes(table) && (type === 'Seq Scan' || (/Index/.test(type) && !node['Index Cond']))) whole.push(`${type} on ${table}`);
+    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+  };
+  walk((plan as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
+  return { whole, plan };
+}

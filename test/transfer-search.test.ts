@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CompiledQuery } from 'kysely';
 import { migrateToLatest, openDatabase } from '../src/db/database.ts';
-import { directReads } from '../src/db/prepared.ts';
 import { type TransferListFilter, transfersRepository } from '../src/modules/transfers/repository.ts';
 import type { Transfer } from '../src/modules/transfers/schemas.ts';
 import { describeEachStore, type TestApp } from './helpers/app.ts';
 import { seedMerchant } from './helpers/seed.ts';
+import { sqlitePlan, statementsSent } from './helpers/stores.ts';
 
 /** The dashboard's deliveries list (TransfersService.search): filters, one search box, keyset pages, one merchant only. */
 
@@ -131,16 +130,6 @@ test("every list of transfers, the console's newest-first included, walks an ind
   const database = openDatabase({ url: 'sqlite::memory:' });
   try {
     await migrateToLatest(database);
-    // The statements transfersRepository.list really sends, captured as they go through the connection
-    // (compiled reads too: without the direct path they take on a free connection, the same SQL).
-    directReads.delete(database.db);
-    const sent: CompiledQuery[] = [];
-    const executor = database.db.getExecutor();
-    const provide = executor.provideConnection.bind(executor);
-    executor.provideConnection = (consumer) =>
-      provide((connection) =>
-        consumer({ ...connection, executeQuery: (q) => (sent.push(q), connection.executeQuery(q)), streamQuery: connection.streamQuery.bind(connection) }),
-      );
     const m = '01a20058-cb4a-7657-ba2b-fa105300957e';
     const lists: Array<[string, string | undefined, TransferListFilter]> = [
       ['GET /transfer: newest', m, { limit: 51 }],
@@ -154,12 +143,10 @@ test("every list of transfers, the console's newest-first included, walks an ind
     ];
     const exact = new Set(['GET /transfer: newest', 'dashboard: first page', 'dashboard: a state']);
     for (const [what, merchantId, filter] of lists) {
-      sent.length = 0;
-      await transfersRepository.list(database.db, merchantId, filter);
+      // The statement transfersRepository.list really sends (compiled reads too, through a connection).
+      const { sent } = await statementsSent(database.db, () => transfersRepository.list(database.db, merchantId, filter));
       assert.equal(sent.length, 1, what);
-      const plan = (await database.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${sent[0].sql}`, [...sent[0].parameters]))).rows
-        .map((r) => r.detail)
-        .join('; ');
+      const plan = await sqlitePlan(database.db, sent[0]);
       assert.match(plan, /USING (COVERING )?INDEX/, `${what}: ${plan}`);
       assert.doesNotMatch(plan, /SCAN transfers(?! USING)|TEMP B-TREE FOR ORDER BY/, `${what}: ${plan}`);
       // A merchant's newest page with no filter or only a state: the index order is the answer's order, no sort at all.

@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CompiledQuery, type DatabaseConnection, type Kysely } from 'kysely';
 import pg from 'pg';
 import { type Database, migrateToLatest } from '../../src/db/database.ts';
+import { directReads } from '../../src/db/prepared.ts';
+import type { DB } from '../../src/db/types.ts';
 
 /**
  * The store matrix: every suite that uses describeEachStore runs on embedded SQLite and, when
@@ -126,4 +129,44 @@ export async function connectionsProvided(db: { getExecutor(): unknown }, work: 
     executor.provideConnection = provide;
   }
   return provided;
+}
+
+/**
+ * Every statement `work` sends on db, its transactions' included. Direct reads are off meanwhile, so reads
+ * go through a connection too. Each connection's executeQuery is wrapped in place: a copy of a connection
+ * would lose its class's methods and state (SQLite's batch, for one). Everything is put back afterwards.
+ */
+export async function statementsSent<T>(db: Kysely<DB>, work: () => Promise<T>): Promise<{ result: T; sent: CompiledQuery[] }> {
+  const direct = directReads.get(db);
+  directReads.delete(db);
+  const sent: CompiledQuery[] = [];
+  const executor = db.getExecutor();
+  const original = executor.provideConnection;
+  const provide = original.bind(executor);
+  const wrapped = new Set<DatabaseConnection>();
+  executor.provideConnection = (consumer) =>
+    provide((connection) => {
+      if (!wrapped.has(connection)) {
+        const run = connection.executeQuery.bind(connection);
+        connection.executeQuery = (q) => {
+          sent.push(q);
+          return run(q);
+        };
+        wrapped.add(connection);
+      }
+      return consumer(connection);
+    });
+  try {
+    return { result: await work(), sent };
+  } finally {
+    executor.provideConnection = original;
+    for (const connection of wrapped) delete (connection as { executeQuery?: unknown }).executeQuery; // back to the class's own
+    if (direct) directReads.set(db, direct);
+  }
+}
+
+/** SQLite's plan of a statement as it was sent (EXPLAIN QUERY PLAN), its steps joined by '; '. */
+export async function sqlitePlan(db: Kysely<DB>, q: CompiledQuery): Promise<string> {
+  const { rows } = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${q.sql}`, [...q.parameters]));
+  return rows.map((r) => r.detail).join('; ');
 }
