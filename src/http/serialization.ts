@@ -30,7 +30,7 @@ export const lazySerializers: SerializerSelector.SerializerFactory = (externalSc
       let json = written.get(doc);
       if (json === undefined) {
         json = write(doc);
-        if (Object.isFrozen(doc)) written.set(doc, json);
+        if (Object.isFrozen(doc)) written.set(doc, flattened(json));
       }
       return json;
     };
@@ -55,6 +55,18 @@ export const lazySerializers: SerializerSelector.SerializerFactory = (externalSc
     };
   };
 };
+
+/**
+ * The same string, flat. fast-json-stringify builds its JSON with `+=`, which V8 keeps as a rope (a tree
+ * of the pieces), and a join or a socket write walks the whole tree again each time it copies it. A
+ * remembered JSON is copied into every answer that contains it: on a list of 50 warehouses the walks
+ * took about 75 µs an answer, ten times the copy of flat strings (docs/benchmarks.md, "Twenty-ninth
+ * pass"). Converting a string to a number makes V8 flatten it in place (String::ToNumber), once.
+ */
+export function flattened(json: string): string {
+  Number(json);
+  return json;
+}
 
 const isNull = (s: unknown): boolean => typeof s === 'object' && s !== null && (s as Schema).type === 'null' && Object.keys(s).length === 1;
 
