@@ -63,7 +63,7 @@ export const lazySerializers: SerializerSelector.SerializerFactory = (externalSc
  * 5.9 flat (docs/benchmarks.md, "Twenty-ninth pass"). Converting a string to a number makes V8 flatten
  * it in place (String::ToNumber), once; test/response-serialization.test.ts asks V8 whether it did.
  */
-export function flattened(json: string): string {
+function flattened(json: string): string {
   Number(json);
   return json;
 }
