@@ -60,11 +60,13 @@ export const lazySerializers: SerializerSelector.SerializerFactory = (externalSc
  * The same string, flat. fast-json-stringify builds its JSON with `+=`, which V8 keeps as a rope (a tree
  * of the pieces), and a join walks the whole tree again each time it copies it. A remembered JSON is
  * copied into every list answer that holds it: joining 50 warehouses' JSON took 42.8 µs as ropes and
- * 5.9 flat (docs/benchmarks.md, "Twenty-ninth pass"). Converting a string to a number makes V8 flatten
- * it in place (String::ToNumber), once; test/response-serialization.test.ts asks V8 whether it did.
+ * 5.9 flat (`node bench/joins.ts`; docs/benchmarks.md, "Twenty-ninth pass"). Measuring its UTF-8 length
+ * makes V8 flatten it in place, once (as Fastify's Content-Length does for a single answer); a native
+ * call, which optimised code cannot drop as it may an unused `Number(json)`.
+ * test/response-serialization.test.ts asks V8 whether it did.
  */
 function flattened(json: string): string {
-  Number(json);
+  Buffer.byteLength(json);
   return json;
 }
 
