@@ -293,6 +293,9 @@ export const quotesRepository = {
    * Deletes at most `limit` quotes that were never used and expired before `before` (retention), found
    * through quotes_pending_expiry_idx. 'pending' is written into the SQL, not bound: a statement planned
    * once for any value (a prepared one on PostgreSQL) could not use an index that holds pending quotes only.
+   * Other statements on quotes should not state `status = 'pending'`: PostgreSQL's planner may then take
+   * this index to find one quote by its id, when its statistics say few quotes are pending (see
+   * transfersRepository's createStatement, test/quote-lookups.test.ts).
    */
   async deleteUnusedExpiredBefore(db: Db, before: number, limit: number): Promise<number> {
     const r = await db

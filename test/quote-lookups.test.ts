@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { CompiledQuery, sql } from 'kysely';
+import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
+import { createTestApp } from './helpers/app.ts';
+import { postgresOnly, statementsSent } from './helpers/stores.ts';
+
+// The scheduler's quote retention purge has a partial index of its own, on pending quotes
+// (quotes_pending_expiry_idx). A statement that states `status = 'pending'` could use it too, and
+// PostgreSQL's planner does so when its statistics say almost no quote is pending: after a long run of
+// payments (every quote consumed) and a burst of new quotes since the last ANALYZE (autovacuum analyses
+// only once a tenth of the table has changed). A payment then read every pending quote to find its own:
+// in `npm run bench -- --postgres --growth`, 24 000 index entries a payment, 96 payments a second instead
+// of 700-900 (docs/benchmarks.md, "Twenty-ninth pass").
+const COLUMNS = 'merchant_id, warehouse_id, tariff_version, currency, request, pickup, products, expires_at, created_at';
+
+describe('a payment finds its quote by its id', { skip: postgresOnly("the payment's quote lookup") }, () => {
+  test('whatever the statistics say of pending quotes: the payment walks the primary key of quotes, never the retention index', async (tc) => {
+    const t = await createTestApp('postgres');
+    tc.after(() => t.close());
+    const { db } = t.database;
+    const m = await t.merchant('Planned shop', '100000');
+    const warehouse = await t.services.warehouses.create(m.merchantId, warehouseBody() as never);
+    const quote = await t.services.quotes.create(m.merchantId, moscowQuoteBody(warehouse.id) as never);
+    const copies = (n: number, status: 'pending' | 'consumed') =>
+      sql`insert into quotes (id, transfer_id, event_id, status, consumed_at, ${sql.raw(COLUMNS)})
+        select gen_random_uuid()::text, gen_random_uuid()::text, gen_random_uuid()::text, ${status}, ${status === 'consumed' ? sql`created_at` : sql`null`}, ${sql.raw(COLUMNS)}
+        from quotes, generate_series(1, ${n}) where id = ${quote.id}`.execute(db);
+    // Statistics taken when every other quote was consumed, then a burst of pending quotes not analysed since.
+    await copies(100_000, 'consumed');
+    await sql`analyze quotes`.execute(db);
+    await copies(5_000, 'pending');
+
+    const { result: transfer, sent } = await statementsSent(db, () => t.services.transfers.create(m.merchantId, transferBody(quote.id) as never));
+    assert.equal(transfer.state, 'inProgress');
+    const readsOfQuotes: string[] = [];
+    for (const q of sent.filter((s) => /\bquotes\b/.test(s.sql) && /^(select|update|with)\b/.test(s.sql))) {
+      const plan = (await db.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${q.sql}`, [...q.parameters]))).rows[0][
+        'QUERY PLAN'
+      ];
+      const walk = (node: Record<string, unknown>) => {
+        if (node['Relation Name'] === 'quotes' && node['Node Type'] !== 'ModifyTable')
+          readsOfQuotes.push(`${node['Node Type']} ${node['Index Name'] ?? ''}`.trim());
+        for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+      };
+      walk((plan as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
+    }
+    // The read of the quote before the statement, and the statement's consume: each by the primary key.
+    assert.equal(readsOfQuotes.length, 2, readsOfQuotes.join('; '));
+    for (const read of readsOfQuotes) assert.match(read, /^(Index Scan|Index Only Scan|Bitmap Index Scan) quotes_pkey$/, readsOfQuotes.join('; '));
+  });
+});
