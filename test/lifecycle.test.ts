@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CompiledQuery, type Kysely, sql } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import { startScheduler } from '../src/background/scheduler.ts';
 import type { DB } from '../src/db/types.ts';
 import { createTestApp, describeEachStore, ISO_MS_RE, type Merchant, type TestApp, UUID_RE, warehouseBody } from './helpers/app.ts';
 import { money, paidTransfer, quote, STANDARD_MINOR, setup, transferBody, WAREHOUSE_META } from './helpers/flow.ts';
-import { sqlitePlan, statementsSent } from './helpers/stores.ts';
+import { type PlanStep, postgresPlanSteps, sqlitePlan, statementsSent } from './helpers/stores.ts';
 
 const STATES = ['inProgress', 'courierAssigned', 'pickedUp', 'delivered', 'returning', 'returned', 'cancelled'] as const;
 type State = (typeof STATES)[number];
@@ -764,18 +764,14 @@ describeEachStore(
  * reads are priced out first (a sequential scan, or a hash or merge join's full pass, which a near-empty
  * table's planner prefers), so a step that still reads without a condition has no index to use.
  */
-async function postgresWholeReads(db: Kysely<DB>, q: CompiledQuery, tables: string[]): Promise<{ whole: string[]; plan: unknown }> {
-  const plan = await db.transaction().execute(async (trx) => {
-    for (const setting of ['enable_seqscan', 'enable_hashjoin', 'enable_mergejoin']) await sql`select set_config(${setting}, 'off', true)`.execute(trx);
-    return (await trx.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${q.sql}`, [...q.parameters]))).rows[0]['QUERY PLAN'];
-  });
-  const whole: string[] = [];
-  const walk = (node: Record<string, unknown>) => {
-    const table = node['Relation Name'] as string | undefined;
-    const type = String(node['Node Type']);
-    if (table && tables.includes(table) && (type === 'Seq Scan' || (/Index/.test(type) && !node['Index Cond']))) whole.push(`${type} on ${table}`);
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  walk((plan as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
+async function postgresWholeReads(db: Kysely<DB>, q: CompiledQuery, tables: string[]): Promise<{ whole: string[]; plan: PlanStep[] }> {
+  const plan = await postgresPlanSteps(db, q, ['enable_seqscan', 'enable_hashjoin', 'enable_mergejoin']);
+  const whole = plan
+    .filter((step) => {
+      const table = step['Relation Name'] as string | undefined;
+      const type = String(step['Node Type']);
+      return table && tables.includes(table) && (type === 'Seq Scan' || (/Index/.test(type) && !step['Index Cond']));
+    })
+    .map((step) => `${step['Node Type']} on ${step['Relation Name']}`);
   return { whole, plan };
 }

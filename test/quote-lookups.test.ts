@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CompiledQuery, sql } from 'kysely';
+import { sql } from 'kysely';
 import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { createTestApp } from './helpers/app.ts';
-import { postgresOnly, statementsSent } from './helpers/stores.ts';
+import { postgresOnly, postgresPlanSteps, statementsSent } from './helpers/stores.ts';
 
 // The scheduler's quote retention purge has a partial index of its own, on pending quotes
 // (quotes_pending_expiry_idx). A statement that states `status = 'pending'` could use it too, and
@@ -35,15 +35,10 @@ describe('a payment finds its quote by its id', { skip: postgresOnly("the paymen
     assert.equal(transfer.state, 'inProgress');
     const readsOfQuotes: string[] = [];
     for (const q of sent.filter((s) => /\bquotes\b/.test(s.sql) && /^(select|update|with)\b/.test(s.sql))) {
-      const plan = (await db.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${q.sql}`, [...q.parameters]))).rows[0][
-        'QUERY PLAN'
-      ];
-      const walk = (node: Record<string, unknown>) => {
-        if (node['Relation Name'] === 'quotes' && node['Node Type'] !== 'ModifyTable')
-          readsOfQuotes.push(`${node['Node Type']} ${node['Index Name'] ?? ''}`.trim());
-        for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-      };
-      walk((plan as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
+      for (const step of await postgresPlanSteps(db, q)) {
+        if (step['Relation Name'] === 'quotes' && step['Node Type'] !== 'ModifyTable')
+          readsOfQuotes.push(`${step['Node Type']} ${step['Index Name'] ?? ''}`.trim());
+      }
     }
     // The read of the quote before the statement, and the statement's consume: each by the primary key.
     assert.equal(readsOfQuotes.length, 2, readsOfQuotes.join('; '));

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CompiledQuery, type DatabaseConnection, type Kysely } from 'kysely';
+import { CompiledQuery, type DatabaseConnection, type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { type Database, migrateToLatest } from '../../src/db/database.ts';
 import { directReads } from '../../src/db/prepared.ts';
@@ -169,4 +169,25 @@ export async function statementsSent<T>(db: Kysely<DB>, work: () => Promise<T>):
 export async function sqlitePlan(db: Kysely<DB>, q: CompiledQuery): Promise<string> {
   const { rows } = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${q.sql}`, [...q.parameters]));
   return rows.map((r) => r.detail).join('; ');
+}
+
+/** One step of a PostgreSQL plan (EXPLAIN's JSON node), as planSteps lists them. */
+export type PlanStep = Record<string, unknown>;
+
+/**
+ * Every step of PostgreSQL's plan of a statement as it was sent, depth first. `off` names planner
+ * settings turned off for it alone (enable_seqscan, ...), in a transaction of its own.
+ */
+export async function postgresPlanSteps(db: Kysely<DB>, q: CompiledQuery, off: string[] = []): Promise<PlanStep[]> {
+  const plan = await db.transaction().execute(async (trx) => {
+    for (const setting of off) await sql`select set_config(${setting}, 'off', true)`.execute(trx);
+    return (await trx.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${q.sql}`, [...q.parameters]))).rows[0]['QUERY PLAN'];
+  });
+  const steps: PlanStep[] = [];
+  const walk = (node: PlanStep) => {
+    steps.push(node);
+    for (const child of (node.Plans as PlanStep[] | undefined) ?? []) walk(child);
+  };
+  walk((plan as Array<{ Plan: PlanStep }>)[0].Plan);
+  return steps;
 }
