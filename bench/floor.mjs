@@ -358,9 +358,7 @@ function contractOnPostgres(pool) {
   const transferPlan = once(async () => {
     const [t, typeOf] = [await templates(one, 'transfer'), await types()];
     const ttlMs = Number(t.transfer.payment_ttl_minutes) * 60_000;
-    // $1 the quote, $2 now, $3 the amount, $4 the merchant; then the copied columns. The quote is pending as
-    // `status <> 'consumed'`, as in the service's statement: `status = 'pending'` lets the planner take the
-    // retention purge's partial index (docs/benchmarks.md, "Twenty-ninth pass").
+    // $1 the quote, $2 now, $3 the amount, $4 the merchant; then the copied columns.
     const params = [
       ['args', 'quoteId'],
       ['args', 'now'],
@@ -369,7 +367,7 @@ function contractOnPostgres(pool) {
     ];
     const copy = (table, source, row, expressions) => insert(typeOf, params, table, source, row, expressions, ' from c, d');
     const text = `with c as (update quotes set status = 'consumed', consumed_at = $2::bigint
-        where merchant_id = $4::text and id = $1::text and status <> 'consumed' and expires_at > $2::bigint
+        where merchant_id = $4::text and id = $1::text and status = 'pending' and expires_at > $2::bigint
           and exists (select 1 from warehouses w where w.merchant_id = quotes.merchant_id and w.id = quotes.warehouse_id and w.status = 'ACTIVE')
         returning merchant_id, warehouse_id, transfer_id),
       d as (update merchants m set balance = m.balance - $3::bigint from c where m.id = c.merchant_id and m.balance >= $3::bigint returning m.balance),

@@ -722,7 +722,7 @@ describeEachStore(
       assert.ok(unused.length === 7);
     });
 
-    // Every pass runs every 5 s on every instance whatever the tables hold. Before quotes_pending_expiry_idx the
+    // Every pass runs every 5 s on every instance whatever the tables hold. Before migration 016's index the
     // quote purge read all of `quotes` each time (113 ms at 2 * 10^5 quotes on SQLite, on the event loop).
     test('a pass finds what is due through indexes: it reads none of the tables that grow with traffic whole (the plan of every statement it sends)', async () => {
       const t = ctx();

@@ -5,17 +5,18 @@ import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fix
 import { createTestApp } from './helpers/app.ts';
 import { postgresOnly, postgresPlanSteps, statementsSent } from './helpers/stores.ts';
 
-// The scheduler's quote retention purge has a partial index of its own, on pending quotes
-// (quotes_pending_expiry_idx). A statement that states `status = 'pending'` could use it too, and
-// PostgreSQL's planner does so when its statistics say almost no quote is pending: after a long run of
-// payments (every quote consumed) and a burst of new quotes since the last ANALYZE (autovacuum analyses
-// only once a tenth of the table has changed). A payment then read every pending quote to find its own:
-// in `npm run bench -- --postgres --growth`, 24 000 index entries a payment, 96 payments a second instead
-// of 700-900 (docs/benchmarks.md, "Twenty-ninth pass").
+// The scheduler's quote retention purge has a partial index of its own. Migration 016 made it an index of
+// pending quotes (`where status = 'pending'`), and the payment, which states `status = 'pending'`, could use
+// it too: PostgreSQL's planner did so when its statistics said almost no quote was pending, after a long run
+// of payments (every quote consumed) and a burst of new quotes since the last ANALYZE (autovacuum analyses
+// only once a tenth of the table has changed). A payment then read every pending quote to find its own: in
+// `npm run bench -- --postgres --growth`, 24 000 index entries a payment, 96 payments a second instead of
+// 700-900 (docs/benchmarks.md, "Twenty-ninth pass"). Migration 017 replaced it with an index under a
+// condition only the purge states (`where consumed_at is null`).
 const COLUMNS = 'merchant_id, warehouse_id, tariff_version, currency, request, pickup, products, expires_at, created_at';
 
 describe('a payment finds its quote by its id', { skip: postgresOnly("the payment's quote lookup") }, () => {
-  test('whatever the statistics say of pending quotes: the payment walks the primary key of quotes, never the retention index', async (tc) => {
+  test('whatever the statistics say of pending quotes: the payment walks the primary key of quotes, the retention purge its own index', async (tc) => {
     const t = await createTestApp('postgres');
     tc.after(() => t.close());
     const { db } = t.database;
@@ -43,5 +44,14 @@ describe('a payment finds its quote by its id', { skip: postgresOnly("the paymen
     // The read of the quote before the statement, and the statement's consume: each by the primary key.
     assert.equal(readsOfQuotes.length, 2, readsOfQuotes.join('; '));
     for (const read of readsOfQuotes) assert.match(read, /^(Index Scan|Index Only Scan|Bitmap Index Scan) quotes_pkey$/, readsOfQuotes.join('; '));
+
+    // The retention purge, under the same statistics, still finds what is due through its own index.
+    const { sent: purge } = await statementsSent(db, () => t.services.quotes.purgeExpired(100));
+    const purgeReads = (await postgresPlanSteps(db, purge[0])).filter((s) => s['Relation Name'] === 'quotes' && s['Node Type'] !== 'ModifyTable');
+    assert.deepEqual(
+      purgeReads.map((s) => `${s['Node Type']} ${s['Index Name'] ?? ''}`.trim()).sort(),
+      ['Index Scan quotes_pkey', 'Index Scan quotes_unused_expiry_idx'],
+      JSON.stringify(purgeReads),
+    );
   });
 });

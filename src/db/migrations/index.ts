@@ -16,6 +16,7 @@ import { eventActorNames } from './013_event_actor_names.ts';
 import { consoleNewest } from './014_console_newest.ts';
 import { merchantNewest } from './015_merchant_newest.ts';
 import { quoteRetention } from './016_quote_retention.ts';
+import { unusedQuoteExpiry } from './017_unused_quote_expiry.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 export function allMigrations(dialect: Dialect): Record<string, Migration> {
@@ -36,5 +37,6 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-26-014-console-newest': consoleNewest(),
     '2026-11-26-015-merchant-newest': merchantNewest(),
     '2026-11-29-016-quote-retention': quoteRetention(),
+    '2026-11-29-017-unused-quote-expiry': unusedQuoteExpiry(),
   };
 }

@@ -1,4 +1,4 @@
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import { insertRow, placeholders, prepared, rowValues } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
@@ -291,16 +291,16 @@ export const quotesRepository = {
 
   /**
    * Deletes at most `limit` quotes that were never used and expired before `before` (retention), found
-   * through quotes_pending_expiry_idx. 'pending' is written into the SQL, not bound: a statement planned
-   * once for any value (a prepared one on PostgreSQL) could not use an index that holds pending quotes only.
-   * Other statements on quotes should not state `status = 'pending'`: PostgreSQL's planner may then take
-   * this index to find one quote by its id, when its statistics say few quotes are pending (see
-   * transfersRepository's createStatement, test/quote-lookups.test.ts).
+   * through quotes_unused_expiry_idx (`where consumed_at is null`, migration 017). Only this statement
+   * states `consumed_at is null`, so no lookup by id can take that index (test/quote-lookups.test.ts);
+   * `status = 'pending'` as well, so a quote whose status says consumed is never deleted.
    */
   async deleteUnusedExpiredBefore(db: Db, before: number, limit: number): Promise<number> {
     const r = await db
       .deleteFrom('quotes')
-      .where('id', 'in', (eb) => eb.selectFrom('quotes').select('id').where('status', '=', sql.lit('pending')).where('expires_at', '<=', before).limit(limit))
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('quotes').select('id').where('consumed_at', 'is', null).where('status', '=', 'pending').where('expires_at', '<=', before).limit(limit),
+      )
       .executeTakeFirst();
     return Number(r.numDeletedRows);
   },

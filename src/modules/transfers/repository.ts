@@ -113,10 +113,6 @@ const LEDGER_COLUMNS = ['id', 'merchant_id', 'kind', 'amount', 'transfer_id', 'n
 // with or without a ledger entry and an Idempotency-Key's outcome. Its parameters: $1 quote, $2 merchant,
 // $3 time, $4 balance change, $5 and $6 the deliveries' ids and endpoint ids, then the outcome's
 // (outcomeParameters), then the transfer's columns, the event's and the ledger entry's (placeholders).
-// The quote is pending as `status <> 'consumed'` (its check allows only the two), not `status = 'pending'`:
-// that would let the planner take the retention purge's partial index (quotes_pending_expiry_idx), and
-// it does when its statistics say almost no quote is pending, reading every pending quote to find this
-// one (test/quote-lookups.test.ts; docs/benchmarks.md, "Twenty-ninth pass").
 const createStatements = new Map<string, string>();
 function createStatement(transferColumns: string[], eventColumns: string[], withLedger: boolean, withOutcome: boolean): string {
   const key = `${transferColumns.join(',')} ${eventColumns.join(',')} ${withLedger} ${withOutcome}`;
@@ -126,7 +122,7 @@ function createStatement(transferColumns: string[], eventColumns: string[], with
   const eventFirst = transferFirst + transferColumns.length;
   const ledger = (i: number) => `$${eventFirst + eventColumns.length + i}`;
   text = `with c as (
-  update quotes set status = 'consumed', consumed_at = $3 where merchant_id = $2 and id = $1 and status <> 'consumed' and expires_at > $3
+  update quotes set status = 'consumed', consumed_at = $3 where merchant_id = $2 and id = $1 and status = 'pending' and expires_at > $3
   and exists (select 1 from warehouses w where w.id = quotes.warehouse_id and w.merchant_id = $2 and w.status = 'ACTIVE') returning id),
 t as (
   insert into transfers (${transferColumns.join(', ')}) select ${placeholders(transferColumns, transferFirst)} from c returning 1),
