@@ -45,7 +45,10 @@ executor.provideConnection = (consumer) =>
     if (!counted.has(connection)) {
       counted.add(connection);
       const executeQuery = connection.executeQuery.bind(connection);
-      connection.executeQuery = (q) => (statements++, executeQuery(q));
+      connection.executeQuery = (q) => {
+        statements++;
+        return executeQuery(q);
+      };
     }
     return consumer(connection);
   });

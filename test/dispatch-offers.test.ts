@@ -110,7 +110,7 @@ for (const store of STORES) {
     test('a pass woken by a payment makes offers only: a due expiry waits for the full pass', () =>
       withApp(store, async (t) => {
         const { m, w } = await setup(t, '1000');
-        const near = await t.courier('Near', NEAR);
+        await t.courier('Near', NEAR); // the first offer goes to the nearest courier
         const mid = await t.courier('Mid', MID);
         const tr = await paidTransfer(t, m, w.id);
         assert.equal((await t.services.dispatch.runOnce({ offersOnly: true })).offered, 1);

@@ -195,7 +195,14 @@ describeEachStore(
       };
       let claims = 0;
       // A worker whose claims are only counted, polling once a minute: any claim after its first comes from a wake-up.
-      const delivery = { opts: { concurrency: 4, endpointConcurrency: 2 }, claim: async () => (claims++, []), deliver: async () => {} };
+      const delivery = {
+        opts: { concurrency: 4, endpointConcurrency: 2 },
+        claim: async () => {
+          claims++;
+          return [];
+        },
+        deliver: async () => {},
+      };
       eventCommitted.subscribe(listen);
       const worker = startWebhookWorker({ delivery: delivery as unknown as WebhookDelivery, pollIntervalMs: 60_000, log: quiet });
       try {

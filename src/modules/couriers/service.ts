@@ -441,7 +441,7 @@ export class CouriersService {
    */
   async #checkCode(courierId: string, transferId: string, to: TransferState, kind: 'transferCode' | 'deliveryPin', presented: string): Promise<void> {
     const row = await transfersRepository.findAny(this.#db, transferId);
-    if (!row || row.mode !== 'live' || row.courier_id !== courierId) throw notFound(transferId);
+    if (row?.mode !== 'live' || row.courier_id !== courierId) throw notFound(transferId);
     if (row.locked === 1) throw locked(transferId);
     if (!nextStates(row.state, ['courier']).includes(to)) {
       const allowed = nextStates(row.state, ['courier']);
