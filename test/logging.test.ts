@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { connect } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import pino from 'pino';
+import { createLogger, logCompletion } from '../src/http/request-logger.ts';
 import { logDestination, prettyLogs } from '../src/lib/log-output.ts';
 import { describeEachStore, warehouseBody, whileWarehouseListFails } from './helpers/app.ts';
 
@@ -172,4 +174,36 @@ test('the pretty stream prints readable lines, with the same redaction as the JS
   assert.doesNotMatch(text, /^\{/, 'not a JSON line');
   assert.doesNotMatch(text, /secret-token-value/);
   assert.match(text, /\[REDACTED\]/);
+});
+
+test('an answer refused before any hook is logged as Fastify logs the others: "request errored" with the error when its response fails', () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new PassThrough();
+  stream.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+  });
+  const log = createLogger('info', stream);
+  const answer = (statusCode: number) => {
+    const raw = new EventEmitter();
+    const reply = { raw, log, statusCode };
+    logCompletion({ server: { log } } as never, reply as never);
+    return raw;
+  };
+  const failed = answer(400);
+  failed.emit('error', new Error('socket hung up'));
+  failed.emit('finish'); // too late: the request already has its line
+  answer(400).emit('finish');
+  return new Promise<void>((resolve) =>
+    setImmediate(() => {
+      assert.deepEqual(
+        lines.map(({ level, msg, res, err }) => ({ level, msg, res, err: (err as { message?: string } | undefined)?.message })),
+        [
+          { level: 50, msg: 'request errored', res: { statusCode: 400 }, err: 'socket hung up' },
+          { level: 30, msg: 'request completed', res: { statusCode: 400 }, err: undefined },
+        ],
+      );
+      assert.ok(lines.every((l) => typeof l.responseTime === 'number'));
+      resolve();
+    }),
+  );
 });

@@ -45,13 +45,22 @@ export function attachRequestLogger(request: FastifyRequest, reply: FastifyReply
 }
 
 /**
- * At `info`, the "request completed" line of an answer Fastify does not follow to its end (one it refused
- * before any hook ran: src/http/error-handler.ts, frameworkError), written when the answer finishes.
+ * At `info`, the line Fastify's controller writes for an answer it follows to its end, for one it does not
+ * (refused before any hook ran: src/http/error-handler.ts, frameworkError): "request completed" when the
+ * answer finishes, or "request errored" with `err` when the response fails first, as Fastify listens.
  */
 export function logCompletion(request: FastifyRequest, reply: FastifyReply): void {
   if (!(request.server.log as unknown as Logger).isLevelEnabled('info')) return;
   const started = performance.now();
-  reply.raw.once('finish', () => reply.log.info({ res: reply, responseTime: performance.now() - started }, 'request completed'));
+  const done = (err?: Error) => {
+    reply.raw.removeListener('finish', done);
+    reply.raw.removeListener('error', done);
+    const responseTime = performance.now() - started;
+    if (err) reply.log.error({ res: reply, err, responseTime }, 'request errored');
+    else reply.log.info({ res: reply, responseTime }, 'request completed');
+  };
+  reply.raw.on('finish', done);
+  reply.raw.on('error', done);
 }
 
 /** attachRequestLogger with the logger and whether `info` is enabled known beforehand (the hot path's hook). */
