@@ -299,7 +299,11 @@ const PLAN_QUERIES: Array<[string, string, unknown[]]> = [
   ['GET /transfer/{id}/events', 'select * from events where merchant_id = ? and transfer_id = ? order by sequence', ['m', 't']],
   ['scheduler: unassigned', "select id from transfers where state = 'inProgress' and created_at <= ? order by created_at limit ?", [1, 100]],
   ['scheduler: sandbox steps due', "select id, state from transfers where next_step_at <= ? and mode = 'sandbox' order by next_step_at limit ?", [1, 100]],
-  ['scheduler: quote retention', "delete from quotes where id in (select id from quotes where status = 'pending' and expires_at <= ? limit ?)", [1, 500]],
+  [
+    'scheduler: quote retention',
+    'delete from quotes where id in (select id from quotes where consumed_at is null and status = ? and expires_at <= ? limit ?)',
+    ['pending', 1, 500],
+  ],
 ];
 
 async function queryPlans(store: Store, tmp: string): Promise<string> {

@@ -48,10 +48,6 @@ describe('a payment finds its quote by its id', { skip: postgresOnly("the paymen
     // The retention purge, under the same statistics, still finds what is due through its own index.
     const { sent: purge } = await statementsSent(db, () => t.services.quotes.purgeExpired(100));
     const purgeReads = (await postgresPlanSteps(db, purge[0])).filter((s) => s['Relation Name'] === 'quotes' && s['Node Type'] !== 'ModifyTable');
-    assert.deepEqual(
-      purgeReads.map((s) => `${s['Node Type']} ${s['Index Name'] ?? ''}`.trim()).sort(),
-      ['Index Scan quotes_pkey', 'Index Scan quotes_unused_expiry_idx'],
-      JSON.stringify(purgeReads),
-    );
+    assert.deepEqual(purgeReads.map((s) => s['Index Name']).sort(), ['quotes_pkey', 'quotes_unused_expiry_idx'], JSON.stringify(purgeReads));
   });
 });
