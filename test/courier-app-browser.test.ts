@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { createTestApp, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
 import { ARTIFACTS, browserSkip, launchChromium, seriousViolations } from './helpers/browser.ts';
@@ -78,12 +78,24 @@ for (const store of STORES) {
       return { id: c.id, phone: phoneNumber, activation: link.url };
     }
 
+    const paidIds: string[] = [];
     async function paid(description = 'Two books') {
       const q = (await t.as(m, { method: 'POST', url: '/options', payload: quoteBody(warehouseId, { destinationLocation: DESTINATION }) })).json();
       const res = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q.id, { description }) });
       assert.equal(res.statusCode, 201, res.body);
+      paidIds.push(res.json().id);
       return res.json();
     }
+
+    // A test that stops half-way must not leave a paid transfer waiting: the dispatcher would offer
+    // it in the next test, ahead of that test's own. The merchant cancels whatever still has no courier.
+    afterEach(async () => {
+      for (const id of paidIds.splice(0)) {
+        if ((await t.as(m, { method: 'GET', url: `/transfer/${id}` })).json().state !== 'inProgress') continue;
+        const res = await t.as(m, { method: 'POST', url: `/transfer/${id}/cancel`, payload: { reason: 'OTHER' } });
+        assert.equal(res.statusCode, 200, res.body);
+      }
+    });
 
     async function logIn(page: Page, phoneNumber: string) {
       await page.goto(`${base}/courier-app/login`);

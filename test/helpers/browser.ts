@@ -37,11 +37,22 @@ export async function launchChromium(): Promise<Browser> {
 }
 
 /**
+ * Waits for the page's load event. After a form posts and redirects back to the same URL,
+ * waitForURL returns at once and the new document can be parsed before its stylesheet applies:
+ * axe then sees unstyled header links as touch targets under 24 px (a target-size finding that
+ * came and went in CI).
+ */
+async function settled(page: Page): Promise<void> {
+  await page.waitForLoadState('load');
+}
+
+/**
  * axe-core (Deque's accessibility rules, through @axe-core/playwright) on the page as it is now: the
  * serious and critical violations, one line each (rule, impact, how many nodes, the first targets).
  * Every page test runs it; an empty list is the bar.
  */
 export async function seriousAxeViolations(page: Page): Promise<string[]> {
+  await settled(page);
   // Violations only: collecting the passes too doubles the time on a page as large as Swagger UI's.
   const result = await new AxeBuilder({ page }).options({ resultTypes: ['violations'] }).analyze();
   return result.violations
@@ -65,6 +76,7 @@ export async function assertAccessible(page: Page, what: string): Promise<void> 
  * readable lines: a page test asserts the list is empty. The page must come from browser.newContext().
  */
 export async function seriousViolations(page: Page): Promise<string[]> {
+  await settled(page);
   const result = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']).analyze();
   return result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')

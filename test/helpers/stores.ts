@@ -171,7 +171,7 @@ export async function sqlitePlan(db: Kysely<DB>, q: CompiledQuery): Promise<stri
   return rows.map((r) => r.detail).join('; ');
 }
 
-/** One step of a PostgreSQL plan (EXPLAIN's JSON node), as planSteps lists them. */
+/** One step of a PostgreSQL plan (EXPLAIN's JSON node), as postgresPlanSteps lists them. */
 export type PlanStep = Record<string, unknown>;
 
 /**
