@@ -17,6 +17,7 @@ import { DispatchService } from './modules/dispatch/service.ts';
 import { GreatCircleModel } from './modules/eta/model.ts';
 import { IdempotencyService } from './modules/idempotency/service.ts';
 import { MerchantsService } from './modules/merchants/service.ts';
+import { RecentQuotes } from './modules/quotes/recent.ts';
 import { QuotesService } from './modules/quotes/service.ts';
 import { TariffsService } from './modules/tariffs/service.ts';
 import { TrackingService } from './modules/tracking/service.ts';
@@ -81,6 +82,8 @@ export function createServices({ config, database, clock, signingKeys }: Service
     expectedAssignSeconds: config.etaAssignSeconds,
     handoverSeconds: config.etaHandoverSeconds,
   });
+  // PostgreSQL: quotes written here are paid without reading them back (their statement checks what they were planned from).
+  const recentQuotes = database.dialect === 'postgres' ? new RecentQuotes() : undefined;
   const transfers = new TransfersService(db, clock, {
     audit,
     travel,
@@ -92,6 +95,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
     sandboxStepSeconds: config.sandboxStepSeconds,
     publicBaseUrl: config.publicBaseUrl,
     dialect: database.dialect,
+    recentQuotes,
   });
   const couriers = new CouriersService({
     db,
@@ -117,6 +121,7 @@ export function createServices({ config, database, clock, signingKeys }: Service
       currency: config.currency,
       retentionDays: config.quoteRetentionDays,
       travel,
+      recentQuotes,
     }),
     transfers,
     couriers,

@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { quotesRepository } from '../src/modules/quotes/repository.ts';
-import { describeEachStore, ISO_MS_RE, type TestApp, warehouseBody } from './helpers/app.ts';
-import { DESTINATION, money, quote, RECIPIENT, STANDARD_MINOR, STANDARD_PRICE, setup, transferBody, WAREHOUSE_META } from './helpers/flow.ts';
+import { createTestApp, describeEachStore, ISO_MS_RE, type Merchant, type TestApp, warehouseBody } from './helpers/app.ts';
+import { DESTINATION, money, paidTransfer, quote, RECIPIENT, STANDARD_MINOR, STANDARD_PRICE, setup, transferBody, WAREHOUSE_META } from './helpers/flow.ts';
 
 async function quoteStatus(t: TestApp, id: string) {
   return (await t.database.db.selectFrom('quotes').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
@@ -443,6 +443,117 @@ describeEachStore(
         .where('message_id', '=', created?.id ?? '')
         .execute();
       assert.equal(deliveries.length, 0);
+    });
+  },
+  { WEBHOOK_ALLOW_PRIVATE: 'true' },
+);
+
+describeEachStore(
+  'a transfer of a quote is written from what holds when it is paid, whichever instance changed it',
+  (ctx, store) => {
+    /** Pays quote `id` on instance `on`; the response. */
+    const pay = (on: TestApp, m: Merchant, id: string) => on.as(m, { method: 'POST', url: '/transfer', payload: transferBody(id) });
+
+    /** The endpoints that take the transfer's transfer.created event. */
+    async function takers(t: TestApp, m: Merchant, transferId: string): Promise<string[]> {
+      const events = (await t.as(m, { method: 'GET', url: `/transfer/${transferId}/events` })).json() as Array<{ id: string; type: string }>;
+      const created = events.find((e) => e.type === 'transfer.created');
+      assert.ok(created);
+      const rows = await t.database.db.selectFrom('webhook_deliveries').select('endpoint_id').where('message_id', '=', created.id).execute();
+      return rows.map((r) => r.endpoint_id).sort();
+    }
+
+    test('endpoints added and disabled, the merchant renamed and the warehouse disabled on another instance after the quote; a quote paid there first is refused here', async () => {
+      const t = ctx();
+      // A second instance on the same store. On PostgreSQL this one pays the quotes it wrote without
+      // reading them back, so what it planned from is stale after the other's changes.
+      const other = await createTestApp(store, { WEBHOOK_ALLOW_PRIVATE: 'true' }, t.store);
+      try {
+        const { m, w } = await setup(t);
+        await paidTransfer(t, m, w.id); // this instance has now read the merchant once
+
+        const q1 = await quote(t, m, w.id);
+        const ep = await other.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/hook' } });
+        assert.equal(ep.statusCode, 201, ep.body);
+        const tr1 = await pay(t, m, q1.id);
+        assert.equal(tr1.statusCode, 201, tr1.body);
+        assert.deepEqual(await takers(t, m, tr1.json().id), [ep.json().id], 'the endpoint added after the quote takes transfer.created');
+
+        const q2 = await quote(t, m, w.id);
+        const off = await other.as(m, {
+          method: 'PUT',
+          url: `/webhook-endpoints/${ep.json().id}`,
+          payload: { url: 'http://127.0.0.1:9/hook', status: 'DISABLED' },
+        });
+        assert.equal(off.statusCode, 200, off.body);
+        const tr2 = await pay(t, m, q2.id);
+        assert.equal(tr2.statusCode, 201, tr2.body);
+        assert.deepEqual(await takers(t, m, tr2.json().id), [], 'the endpoint disabled after the quote does not');
+
+        // Renamed as an operator would in the database: the transfer names the merchant as it is now.
+        const q3 = await quote(t, m, w.id);
+        await other.database.db.updateTable('merchants').set({ name: 'Shop Renamed' }).where('id', '=', m.merchantId).execute();
+        const tr3 = await pay(t, m, q3.id);
+        assert.equal(tr3.statusCode, 201, tr3.body);
+        assert.equal(tr3.json().senderInfo.name, 'Shop Renamed');
+        assert.equal((await t.as(m, { method: 'GET', url: `/transfer/${tr3.json().id}` })).json().senderInfo.name, 'Shop Renamed');
+
+        const q4 = await quote(t, m, w.id);
+        const put = (status: string) =>
+          other.as(m, {
+            method: 'PUT',
+            url: `/warehouses/${w.id}`,
+            payload: warehouseBody({ address: 'Null Island 1', status, locationMetadata: WAREHOUSE_META }),
+          });
+        assert.equal((await put('DISABLED')).statusCode, 200);
+        const refused = await pay(t, m, q4.id);
+        assert.equal(refused.statusCode, 422, refused.body);
+        assert.deepEqual([refused.json().type, refused.json().detail], ['WAREHOUSE_DISABLED', `Warehouse ${w.id} is DISABLED`]);
+        assert.equal(await quoteStatus(t, q4.id), 'pending');
+        assert.equal((await put('ACTIVE')).statusCode, 200);
+
+        const q5 = await quote(t, m, w.id);
+        const there = await pay(other, m, q5.id);
+        assert.equal(there.statusCode, 201, there.body);
+        const here = await pay(t, m, q5.id);
+        assert.equal(here.statusCode, 409, here.body);
+        assert.deepEqual([here.json().type, here.json().transferId], ['QUOTE_ALREADY_USED', q5.transfer_id]);
+
+        const { balance, entries } = await money(t, m);
+        assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 5, 'the first transfer, tr1, tr2, tr3 and q5 once');
+        assert.equal(balance, (5000 - 5 * 516).toFixed(2));
+        assert.equal(await countTransfers(t, m.merchantId), 5);
+      } finally {
+        await other.close();
+      }
+    });
+
+    test('a quote this instance wrote is paid without reading it back; one written elsewhere is read', {
+      skip: store === 'sqlite' && 'SQLite consumes and reads the quote in one statement',
+    }, async () => {
+      const t = ctx();
+      const other = await createTestApp(store, {}, t.store);
+      const read = quotesRepository.forTransfer;
+      let reads = 0;
+      quotesRepository.forTransfer = async (...args) => {
+        reads++;
+        return read(...args);
+      };
+      try {
+        const { m, w } = await setup(t);
+        await paidTransfer(t, m, w.id);
+        assert.equal(reads, 1, "the merchant's first transfer here reads its quote (and the merchant)");
+        const mine = await pay(t, m, (await quote(t, m, w.id)).id);
+        assert.equal(mine.statusCode, 201, mine.body);
+        assert.equal(reads, 1, 'not read back');
+        const theirs = await pay(t, m, (await quote(other, m, w.id)).id);
+        assert.equal(theirs.statusCode, 201, theirs.body);
+        assert.equal(reads, 2, 'read');
+        assert.equal((await money(t, m)).balance, (5000 - 3 * 516).toFixed(2));
+      } finally {
+        quotesRepository.forTransfer = read;
+        await other.close();
+      }
     });
   },
   { WEBHOOK_ALLOW_PRIVATE: 'true' },

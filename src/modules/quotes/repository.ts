@@ -73,6 +73,14 @@ const PRICED_FROM = `${WAREHOUSE_AND_TARIFF}
   ${THE_WAREHOUSE}`;
 const WAREHOUSE_FP = 'md5(w::text)';
 const ENDPOINTS_FP = "md5(coalesce(ep.list::text, ''))";
+/**
+ * SQL that holds when merchant `merchant`'s enabled endpoints are still those fingerprinted `fingerprint`
+ * (as contextOnPostgres and forTransfer fingerprint them); for a list read empty, that there still are none.
+ */
+export const endpointsUnchangedSql = (merchant: string, fingerprint: string | undefined): string =>
+  fingerprint === undefined
+    ? `not exists (select 1 from webhook_endpoints e where e.merchant_id = ${merchant} and e.status = 'ENABLED')`
+    : `(select ${ENDPOINTS_FP} from ${ENABLED_ENDPOINTS(merchant)} ep) = ${fingerprint}`;
 const CONTEXT_ON_POSTGRES = `select w.*, t.version as tariff_version, ep.list as endpoints, ${WAREHOUSE_FP} as warehouse_fp,
   ${ENDPOINTS_FP} as endpoints_fp from ${PRICED_FROM}`;
 
@@ -187,7 +195,7 @@ const consume = prepared<[string, string, number], ConsumedQuote>(
 // Its columns are spelled out, so it can be prepared once per connection (reusedStatement).
 const FOR_TRANSFER =
   reusedStatement(`select ${QUOTE_COLUMNS.map((c) => `q.${c}`).join(', ')}, w.status as warehouse_status, m.name as merchant_name, m.mode as merchant_mode,
-    m.balance as merchant_balance, ep.list as endpoints
+    m.balance as merchant_balance, ep.list as endpoints, ${ENDPOINTS_FP} as endpoints_fp
   from quotes q
   left join warehouses w on w.id = q.warehouse_id and w.merchant_id = q.merchant_id
   left join merchants m on m.id = q.merchant_id
@@ -279,14 +287,18 @@ export const quotesRepository = {
    * The quote as consumeForTransfer returns it, without consuming it, and the merchant's enabled webhook
    * endpoints: what PostgreSQL's one-statement transfer (transfersRepository.createOnPostgres) needs first.
    */
-  async forTransfer(db: Db, merchantId: string, id: string): Promise<{ quote: ConsumedQuote; endpoints: EndpointTypes[] } | undefined> {
+  async forTransfer(
+    db: Db,
+    merchantId: string,
+    id: string,
+  ): Promise<{ quote: ConsumedQuote; endpoints: EndpointTypes[]; endpointsFingerprint: string } | undefined> {
     const result = await db.executeQuery(
-      CompiledQuery.raw(FOR_TRANSFER, [merchantId, id]) as CompiledQuery<ConsumedQuote & { endpoints: EndpointTypes[] | null }>,
+      CompiledQuery.raw(FOR_TRANSFER, [merchantId, id]) as CompiledQuery<ConsumedQuote & { endpoints: EndpointTypes[] | null; endpoints_fp: string }>,
     );
     const row = result.rows[0];
     if (!row) return undefined;
-    const { endpoints, ...quote } = row;
-    return { quote, endpoints: endpoints ?? [] };
+    const { endpoints, endpoints_fp, ...quote } = row;
+    return { quote, endpoints: endpoints ?? [], endpointsFingerprint: endpoints_fp };
   },
 
   /**

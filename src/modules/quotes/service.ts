@@ -12,6 +12,7 @@ import { eventInserted, published } from '../outbox/outbox.ts';
 import { distanceMetres, type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
 import { endpointsTaking } from '../webhooks/repository.ts';
+import type { RecentQuotes } from './recent.ts';
 import { type FingerprintedContext, type QuoteContext, type QuoteRow, quotesRepository } from './repository.ts';
 import type { Quote, QuoteRequest } from './schemas.ts';
 
@@ -71,6 +72,7 @@ export class QuotesService {
   readonly #currency: string;
   readonly #retentionMs: number;
   readonly #travel: TravelTimeModel | undefined;
+  readonly #recent: RecentQuotes | undefined;
   constructor(opts: {
     db: Kysely<DB>;
     clock: Clock;
@@ -83,7 +85,10 @@ export class QuotesService {
     retentionDays: number;
     /** The products' estimated pickup and delivery times. */
     travel?: TravelTimeModel;
+    /** PostgreSQL: where the quotes written here are remembered for their payment (TransfersService reads it). */
+    recentQuotes?: RecentQuotes;
   }) {
+    this.#recent = opts.recentQuotes;
     this.#travel = opts.travel;
     this.#db = opts.db;
     this.#clock = opts.clock;
@@ -194,7 +199,10 @@ export class QuotesService {
       return quote;
     };
     const written = await withRetries(write);
-    if (written) stored?.committed();
+    if (written) {
+      stored?.committed();
+      this.#recent?.remember({ row, endpoints: context.endpoints, endpointsFingerprint: context.fingerprint.endpoints });
+    }
     return written;
   }
 

@@ -2,9 +2,10 @@ import { CompiledQuery, type Transaction } from 'kysely';
 import { definedColumns, everyColumn, insertRow, placeholders, prepared, rowValues } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
-import type { DB, Db, LedgerEntriesTable, TransferState, TransfersTable } from '../../db/types.ts';
+import type { DB, Db, LedgerEntriesTable, MerchantMode, TransferState, TransfersTable } from '../../db/types.ts';
 import type { NewEvent } from '../events/repository.ts';
 import { completeInStatementSql, outcomeParameters } from '../idempotency/repository.ts';
+import { endpointsUnchangedSql } from '../quotes/repository.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
 
 export type TransferRow = TransfersTable;
@@ -110,20 +111,25 @@ const LEDGER_COLUMNS = ['id', 'merchant_id', 'kind', 'amount', 'transfer_id', 'n
 >;
 
 // createOnPostgres's statement, per set of columns (the rows' keys; the same on every call in practice),
-// with or without a ledger entry and an Idempotency-Key's outcome. Its parameters: $1 quote, $2 merchant,
-// $3 time, $4 balance change, $5 and $6 the deliveries' ids and endpoint ids, then the outcome's
-// (outcomeParameters), then the transfer's columns, the event's and the ledger entry's (placeholders).
+// with or without a ledger entry, an Idempotency-Key's outcome and endpoints. Its parameters: $1 quote,
+// $2 merchant, $3 time, $4 balance change, $5 and $6 the deliveries' ids and endpoint ids, then the
+// outcome's (outcomeParameters), then the transfer's columns, the event's and the ledger entry's
+// (placeholders), then the merchant's name and mode and, with endpoints, their fingerprint.
 const createStatements = new Map<string, string>();
-function createStatement(transferColumns: string[], eventColumns: string[], withLedger: boolean, withOutcome: boolean): string {
-  const key = `${transferColumns.join(',')} ${eventColumns.join(',')} ${withLedger} ${withOutcome}`;
+function createStatement(transferColumns: string[], eventColumns: string[], withLedger: boolean, withOutcome: boolean, withEndpoints: boolean): string {
+  const key = `${transferColumns.join(',')} ${eventColumns.join(',')} ${withLedger} ${withOutcome} ${withEndpoints}`;
   let text = createStatements.get(key);
   if (text) return text;
   const transferFirst = withOutcome ? 12 : 7;
   const eventFirst = transferFirst + transferColumns.length;
-  const ledger = (i: number) => `$${eventFirst + eventColumns.length + i}`;
+  const ledgerFirst = eventFirst + eventColumns.length;
+  const ledger = (i: number) => `$${ledgerFirst + i}`;
+  const guardFirst = ledgerFirst + (withLedger ? LEDGER_COLUMNS.length : 0);
   text = `with c as (
   update quotes set status = 'consumed', consumed_at = $3 where merchant_id = $2 and id = $1 and status = 'pending' and expires_at > $3
-  and exists (select 1 from warehouses w where w.id = quotes.warehouse_id and w.merchant_id = $2 and w.status = 'ACTIVE') returning id),
+  and exists (select 1 from warehouses w where w.id = quotes.warehouse_id and w.merchant_id = $2 and w.status = 'ACTIVE')
+  and exists (select 1 from merchants m where m.id = $2 and m.name = $${guardFirst} and m.mode = $${guardFirst + 1})
+  and ${endpointsUnchangedSql('$2', withEndpoints ? `$${guardFirst + 2}` : undefined)} returning id),
 t as (
   insert into transfers (${transferColumns.join(', ')}) select ${placeholders(transferColumns, transferFirst)} from c returning 1),
 e as (
@@ -170,7 +176,8 @@ export const transfersRepository = {
    * merchant: ~14 % more transfers a second in paired runs, docs/benchmarks.md "Ninth pass").
    *
    * `consumed` false: the quote could not be consumed (used, expired, its warehouse disabled since it
-   * was read) and nothing was written (the inserts select from the consumption). A quote consumed
+   * was read, or the merchant's name or mode or its enabled endpoints no longer those the rows were
+   * `planned` from) and nothing was written (the inserts select from the consumption). A quote consumed
    * without a debit (the balance does not cover the price) fails the statement with
    * INSUFFICIENT_BALANCE_GUARD (a division by zero), which undoes the consumption and the inserts: see
    * isInsufficientBalanceGuard.
@@ -190,17 +197,25 @@ export const transfersRepository = {
       ledger?: Omit<LedgerEntriesTable, 'balance_after'>;
       deliveries: { ids: string[]; endpointIds: string[] };
       outcome?: Omit<StoredOutcome, 'committed'>;
+      /** What the rows were planned from: the merchant's name and mode, and the fingerprint of its enabled endpoints (undefined: none). */
+      planned: { merchantName: string; merchantMode: MerchantMode; endpointsFingerprint: string | undefined };
     },
   ): Promise<{ consumed: boolean }> {
-    const { transfer, event, ledger, outcome } = w;
+    const { transfer, event, ledger, outcome, planned } = w;
     const transferColumns = definedColumns(transfer);
     const eventColumns = definedColumns(event);
     const parameters: unknown[] = [w.quoteId, transfer.merchant_id, w.at, w.delta, w.deliveries.ids, w.deliveries.endpointIds];
     if (outcome) parameters.push(...outcomeParameters(outcome));
     parameters.push(...rowValues(transfer, transferColumns), ...rowValues(event, eventColumns));
     if (ledger) parameters.push(...rowValues(ledger, LEDGER_COLUMNS));
+    parameters.push(planned.merchantName, planned.merchantMode);
+    const withEndpoints = planned.endpointsFingerprint !== undefined;
+    if (withEndpoints) parameters.push(planned.endpointsFingerprint);
     const result = await db.executeQuery(
-      CompiledQuery.raw(createStatement(transferColumns, eventColumns, ledger !== undefined, outcome !== undefined), parameters) as CompiledQuery<{
+      CompiledQuery.raw(
+        createStatement(transferColumns, eventColumns, ledger !== undefined, outcome !== undefined, withEndpoints),
+        parameters,
+      ) as CompiledQuery<{
         consumed: number | string;
       }>,
     );

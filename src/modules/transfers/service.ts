@@ -18,7 +18,8 @@ import { eventsRepository, type NewEvent } from '../events/repository.ts';
 import { type Event, type MerchantPerson, toEvent } from '../events/schemas.ts';
 import { merchantsRepository } from '../merchants/repository.ts';
 import { appendEvent, published } from '../outbox/outbox.ts';
-import { type ConsumedQuote, type QuoteRow, quotesRepository } from '../quotes/repository.ts';
+import type { RecentQuotes } from '../quotes/recent.ts';
+import { type ConsumedQuote, type EndpointTypes, type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
 import type { PricedProduct } from '../tariffs/pricing.ts';
 import { warehousesRepository } from '../warehouses/repository.ts';
@@ -114,6 +115,8 @@ export interface TransfersOptions {
   dispatchLeadSeconds?: number;
   /** PostgreSQL writes a whole transfer in one statement (transfersRepository.createOnPostgres). */
   dialect?: Dialect;
+  /** PostgreSQL: the quotes this instance wrote (QuotesService remembers them), paid without reading them back. */
+  recentQuotes?: RecentQuotes;
 }
 
 export interface TransferPage {
@@ -157,10 +160,16 @@ const SANDBOX_COURIER = { id: null, firstName: 'Sandbox' };
 /** The happy path the simulated courier walks on its own. */
 const SANDBOX_AUTO_NEXT: Partial<Record<TransferState, TransferState>> = { inProgress: 'courierAssigned', courierAssigned: 'pickedUp', pickedUp: 'delivered' };
 
+/** How many merchants' names and modes a PostgreSQL instance remembers for transfers (a few dozen bytes each). */
+const MERCHANTS_KEPT = 10_000;
+
 export class TransfersService {
   readonly #db: Kysely<DB>;
   readonly #clock: Clock;
-  readonly #opts: Required<Omit<TransfersOptions, 'publicBaseUrl' | 'audit' | 'travel' | 'courierAt' | 'dispatchLeadSeconds'>>;
+  readonly #opts: Required<Omit<TransfersOptions, 'publicBaseUrl' | 'audit' | 'travel' | 'courierAt' | 'dispatchLeadSeconds' | 'recentQuotes'>> &
+    Pick<TransfersOptions, 'recentQuotes'>;
+  /** PostgreSQL: each merchant's name and mode as last read here, for transfers planned without a read (#createOnPostgres). */
+  readonly #merchants = new Map<string, { name: string; mode: MerchantMode }>();
   readonly #audit: AuditService | undefined;
   readonly #travel: TravelTimeModel | undefined;
   readonly #courierAt: (db: Db, courierId: string) => Promise<Point | undefined>;
@@ -224,50 +233,94 @@ export class TransfersService {
   }
 
   /**
-   * PostgreSQL: two round trips. A read of the quote (with its warehouse, its merchant and who takes the
-   * event), the checks, then one statement that consumes the quote, debits the balance and writes the
-   * rest only if both happened (transfersRepository.createOnPostgres). That statement commits by itself;
-   * with an Idempotency-Key it also stores the key's outcome, so the merchant's balance row is never
-   * held across round trips (a transaction around it held it for two more and the commit: keyed
-   * transfers ran at about a third of the rate of the others, docs/benchmarks.md "Sixteenth pass").
+   * PostgreSQL: usually ONE round trip. A quote this instance wrote is remembered (RecentQuotes) with
+   * the endpoints its write checked, and each merchant's name and mode from its last read here; the
+   * transfer is planned from them, and one statement consumes the quote, debits the balance and writes
+   * the rest only if both happened and what the plan came from still holds (transfersRepository.createOnPostgres).
+   * Otherwise (a quote from another instance, or something changed), a read of the quote with its
+   * warehouse, merchant and endpoints comes first, and a statement that wrote nothing is followed by a
+   * fresh read: a refusal is only ever given from one. The statement commits by itself; with an
+   * Idempotency-Key it also stores the key's outcome, so the merchant's balance row is never held
+   * across round trips (a transaction around it held it for two more and the commit: keyed transfers
+   * ran at about a third of the rate of the others, docs/benchmarks.md "Sixteenth pass").
    */
   async #createOnPostgres(merchantId: string, req: TransferRequest, record?: RecordOutcome<Transfer>, person?: MerchantPerson): Promise<TransferRow> {
     const now = this.#clock.now();
-    const found = await quotesRepository.forTransfer(this.#db, merchantId, req.matchmakingId);
-    if (found?.quote.status !== 'pending' || found.quote.expires_at <= now) {
-      throw await this.#whyNotConsumable(this.#db, merchantId, req.matchmakingId, now);
-    }
-    const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, found.quote, req, now, person);
-    const endpointIds = endpointsTaking(found.endpoints, event.type);
-    const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
-    const stored = record?.asValues(this.#toTransfer(transfer));
-    // One statement that commits by itself, the key's outcome included.
-    const write = async () => {
-      let outcome: { consumed: boolean };
-      try {
-        outcome = await transfersRepository.createOnPostgres(this.#db, {
-          quoteId: req.matchmakingId,
-          transfer,
-          event,
-          delta: -price,
-          at: now,
-          ledger,
-          deliveries,
-          outcome: stored,
-        });
-      } catch (err) {
-        // Refused by the debit: the balance it saw (read again; the one read with the quote may be older).
-        if (isInsufficientBalanceGuard(err)) throw insufficient((await merchantsRepository.find(this.#db, merchantId))?.balance);
-        throw err;
+    const recent = this.#opts.recentQuotes?.take(merchantId, req.matchmakingId);
+    const merchant = this.#merchants.get(merchantId);
+    let source: { quote: ConsumedQuote; endpoints: EndpointTypes[]; endpointsFingerprint: string } | undefined =
+      recent && merchant && recent.row.expires_at > now
+        ? {
+            // Priced while its warehouse was ACTIVE; the statement checks that it still is.
+            quote: { ...recent.row, warehouse_status: 'ACTIVE', merchant_name: merchant.name, merchant_mode: merchant.mode, merchant_balance: null },
+            endpoints: recent.endpoints,
+            endpointsFingerprint: recent.endpointsFingerprint,
+          }
+        : undefined;
+    for (let attempt = 1; ; attempt++) {
+      if (!source) {
+        const found = await quotesRepository.forTransfer(this.#db, merchantId, req.matchmakingId);
+        if (found?.quote.status !== 'pending' || found.quote.expires_at <= now) {
+          throw await this.#whyNotConsumable(this.#db, merchantId, req.matchmakingId, now);
+        }
+        this.#rememberMerchant(merchantId, { name: found.quote.merchant_name ?? '', mode: found.quote.merchant_mode ?? 'live' });
+        source = found;
       }
-      // Consumed by another request, expired or its warehouse disabled since the read: nothing was written.
-      if (!outcome.consumed) throw await this.#whyNotConsumable(this.#db, merchantId, req.matchmakingId, now);
-      published(undefined, event, deliveries.ids.length);
-      return transfer;
-    };
-    const row = await withRetries(write);
-    stored?.committed();
-    return row;
+      const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, source.quote, req, now, person);
+      const endpointIds = endpointsTaking(source.endpoints, event.type);
+      const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
+      const planned = {
+        merchantName: source.quote.merchant_name ?? '',
+        merchantMode: source.quote.merchant_mode ?? 'live',
+        endpointsFingerprint: source.endpoints.length > 0 ? source.endpointsFingerprint : undefined,
+      };
+      const stored = record?.asValues(this.#toTransfer(transfer));
+      // One statement that commits by itself, the key's outcome included.
+      const write = async () => {
+        let outcome: { consumed: boolean };
+        try {
+          outcome = await transfersRepository.createOnPostgres(this.#db, {
+            quoteId: req.matchmakingId,
+            transfer,
+            event,
+            delta: -price,
+            at: now,
+            ledger,
+            deliveries,
+            outcome: stored,
+            planned,
+          });
+        } catch (err) {
+          // Refused by the debit: the balance it saw (read again; the one read with the quote may be older or absent).
+          if (isInsufficientBalanceGuard(err)) throw insufficient((await merchantsRepository.find(this.#db, merchantId))?.balance);
+          throw err;
+        }
+        if (!outcome.consumed) return undefined;
+        published(undefined, event, deliveries.ids.length);
+        return transfer;
+      };
+      const row = await withRetries(write);
+      if (row) {
+        stored?.committed();
+        return row;
+      }
+      // Consumed by another request, expired, its warehouse disabled, or the merchant or its endpoints
+      // changed since the plan's source was read: nothing was written. Read it all again.
+      if (this.#merchants.get(merchantId) === merchant) this.#merchants.delete(merchantId);
+      source = undefined;
+      if (attempt >= 3) {
+        throw new AppError('SERVICE_UNAVAILABLE', "The merchant's account or webhook endpoints are changing too often; retry shortly", {
+          headers: { 'retry-after': '1' },
+        });
+      }
+    }
+  }
+
+  /** At most MERCHANTS_KEPT merchants' names and modes, the oldest remembered dropped first. */
+  #rememberMerchant(merchantId: string, merchant: { name: string; mode: MerchantMode }): void {
+    this.#merchants.delete(merchantId);
+    if (this.#merchants.size >= MERCHANTS_KEPT) this.#merchants.delete(this.#merchants.keys().next().value as string);
+    this.#merchants.set(merchantId, merchant);
   }
 
   /**

@@ -1,0 +1,39 @@
+import type { EndpointTypes, QuoteRow } from './repository.ts';
+
+/** A quote this instance wrote on PostgreSQL, with the enabled endpoints (and their fingerprint) its write checked. */
+export interface RecentQuote {
+  row: QuoteRow;
+  endpoints: EndpointTypes[];
+  endpointsFingerprint: string;
+}
+
+/**
+ * How many quotes an instance remembers for their payment: about 2 KB each, so 10 MB at most. At a
+ * thousand quotes a second that is the last five seconds' worth; older quotes are read back when paid.
+ */
+const KEPT = 5_000;
+
+/**
+ * PostgreSQL: the quotes this instance wrote lately, so that their payment can skip reading the quote
+ * back (a round trip, and about a tenth of the transfer's CPU: docs/benchmarks.md "Thirty-first pass").
+ * Nothing here is trusted: the transfer's one statement checks, in the database, that the quote is
+ * still pending and unexpired, its warehouse ACTIVE, and the merchant and its endpoints as remembered;
+ * when one of them changed, nothing is written and the transfer reads it all afresh. Keyed by
+ * merchant and quote, so another merchant's request never finds it; taken once, oldest dropped first.
+ */
+export class RecentQuotes {
+  readonly #kept = new Map<string, RecentQuote>();
+
+  remember(quote: RecentQuote): void {
+    if (this.#kept.size >= KEPT) this.#kept.delete(this.#kept.keys().next().value as string);
+    this.#kept.set(`${quote.row.merchant_id} ${quote.row.id}`, quote);
+  }
+
+  /** The merchant's quote if this instance wrote it and it is not yet taken; forgotten either way. */
+  take(merchantId: string, id: string): RecentQuote | undefined {
+    const key = `${merchantId} ${id}`;
+    const quote = this.#kept.get(key);
+    if (quote) this.#kept.delete(key);
+    return quote;
+  }
+}
