@@ -1,6 +1,7 @@
 // `node bench/profile.ts ROW [seconds] [out.cpuprofile]`: one endpoint in process through app.inject (no sockets),
 // LOG_LEVEL=warn; a CPU profile of the load phase only (node:inspector) goes to out.cpuprofile, and the
-// statements each request sent to the database are counted (a round trip each on PostgreSQL).
+// statements each request sent to the database are counted (a round trip each on PostgreSQL), and PostgreSQL's CPU
+// each is read from /proc when its server runs here.
 // SQLite in a temp dir; PROFILE_POSTGRES_URL=postgres://... profiles on PostgreSQL, in a fresh schema dropped after
 // (PROFILE_PREPARED_STATEMENTS=false: every statement unnamed, as DATABASE_PREPARED_STATEMENTS=false).
 // OUT ending in .heapprofile: a sampling heap profile instead (every allocation, collected or not), and the
@@ -11,10 +12,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
 import { migrateToLatest, openDatabase } from '../src/db/database.ts';
 import { directReads } from '../src/db/prepared.ts';
+import { postgresCpuMicros, postmasterOf } from './process-cpu.ts';
 
 const [row = 'warehouse-list', secondsArg = '5', out = `/tmp/mds-${row}.cpuprofile`] = process.argv.slice(2);
 const KEYS = 'bench:dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXk';
@@ -130,6 +133,9 @@ if (heap) {
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
 }
+// PostgreSQL's CPU over the load phase, when its server runs on this machine (a quiet one: it counts all its work).
+const postmaster = schema ? postmasterOf((await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(database.db)).rows[0].pid) : undefined;
+const databaseCpu = postmaster === undefined ? undefined : postgresCpuMicros(postmaster);
 const end = performance.now() + Number(secondsArg) * 1000;
 let n = 0;
 const statementsBefore = statements;
@@ -143,6 +149,7 @@ while (performance.now() < end) {
   if (n % 100 === 0) await new Promise(setImmediate);
 }
 const used = process.cpuUsage(cpu);
+const databaseUsed = postmaster === undefined || databaseCpu === undefined ? undefined : (postgresCpuMicros(postmaster) ?? databaseCpu) - databaseCpu;
 if (heap) {
   const { profile } = await session.post('HeapProfiler.stopSampling');
   writeFileSync(out, JSON.stringify(profile));
@@ -153,7 +160,8 @@ if (heap) {
 }
 console.log(
   `${row} on ${postgresUrl ? 'PostgreSQL' : 'SQLite'}: ${n} requests, ${((used.user + used.system) / n).toFixed(0)} µs CPU each (inject, in process), ` +
-    `${((statements - statementsBefore) / n).toFixed(1)} statements each${withQuote ? ' (its quote included)' : ''}${unexpected ? `, ${unexpected} NOT ${expected}` : ''}`,
+    `${((statements - statementsBefore) / n).toFixed(1)} statements each${withQuote ? ' (its quote included)' : ''}` +
+    `${databaseUsed === undefined ? '' : `, PostgreSQL ${(databaseUsed / n).toFixed(0)} µs CPU each`}${unexpected ? `, ${unexpected} NOT ${expected}` : ''}`,
 );
 await app.close();
 await database.close();

@@ -426,6 +426,39 @@ describeEachStore(
       assert.equal(await countTransfers(t, m.merchantId), 0);
     });
 
+    test('a plan that never holds (as if the endpoints changed before each write) is 503 after three reads: nothing written, the key released; then paid', {
+      skip,
+    }, async () => {
+      const t = ctx();
+      const { m, w } = await setup(t);
+      assert.equal((await t.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/a' } })).statusCode, 201);
+      const q = await quote(t, m, w.id);
+      const pay = () => t.as(m, { method: 'POST', url: '/transfer', headers: { 'idempotency-key': 'never-holds' }, payload: transferBody(q.id) });
+      const read = quotesRepository.forTransfer;
+      let reads = 0;
+      quotesRepository.forTransfer = async (...args) => {
+        reads++;
+        const found = await read(...args);
+        return found && { ...found, endpointsFingerprint: 'changed' };
+      };
+      let res: Awaited<ReturnType<typeof t.as>>;
+      try {
+        res = await pay();
+      } finally {
+        quotesRepository.forTransfer = read;
+      }
+      assert.equal(res.statusCode, 503, res.body);
+      assert.deepEqual([res.json().type, res.headers['retry-after']], ['SERVICE_UNAVAILABLE', '1']);
+      assert.equal(reads, 3);
+      assert.equal(await quoteStatus(t, q.id), 'pending');
+      assert.equal((await money(t, m)).balance, '5000.00');
+      assert.equal(await countTransfers(t, m.merchantId), 0);
+      const again = await pay();
+      assert.equal(again.statusCode, 201, again.body);
+      assert.equal(again.headers['idempotent-replayed'], undefined);
+      assert.equal((await money(t, m)).balance, (5000 - 516).toFixed(2));
+    });
+
     test('a webhook endpoint disabled in between gets no delivery of transfer.created', { skip }, async () => {
       const t = ctx();
       const { m, w } = await setup(t);
