@@ -512,6 +512,13 @@ describeEachStore(
         assert.equal(tr1.statusCode, 201, tr1.body);
         assert.deepEqual(await takers(t, m, tr1.json().id), [ep.json().id], 'the endpoint added after the quote takes transfer.created');
 
+        const q1b = await quote(t, m, w.id);
+        const ep2 = await other.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/second' } });
+        assert.equal(ep2.statusCode, 201, ep2.body);
+        const tr1b = await pay(t, m, q1b.id);
+        assert.equal(tr1b.statusCode, 201, tr1b.body);
+        assert.deepEqual(await takers(t, m, tr1b.json().id), [ep.json().id, ep2.json().id].sort(), 'so does a second one, added while the first was enabled');
+
         const q2 = await quote(t, m, w.id);
         const off = await other.as(m, {
           method: 'PUT',
@@ -521,7 +528,7 @@ describeEachStore(
         assert.equal(off.statusCode, 200, off.body);
         const tr2 = await pay(t, m, q2.id);
         assert.equal(tr2.statusCode, 201, tr2.body);
-        assert.deepEqual(await takers(t, m, tr2.json().id), [], 'the endpoint disabled after the quote does not');
+        assert.deepEqual(await takers(t, m, tr2.json().id), [ep2.json().id], 'the endpoint disabled after the quote does not');
 
         // Renamed as an operator would in the database: the transfer names the merchant as it is now.
         const q3 = await quote(t, m, w.id);
@@ -530,6 +537,15 @@ describeEachStore(
         assert.equal(tr3.statusCode, 201, tr3.body);
         assert.equal(tr3.json().senderInfo.name, 'Shop Renamed');
         assert.equal((await t.as(m, { method: 'GET', url: `/transfer/${tr3.json().id}` })).json().senderInfo.name, 'Shop Renamed');
+
+        // Switched to sandbox the same way: the transfer is a sandbox one.
+        const q3b = await quote(t, m, w.id);
+        const setMode = (mode: 'live' | 'sandbox') => other.database.db.updateTable('merchants').set({ mode }).where('id', '=', m.merchantId).execute();
+        await setMode('sandbox');
+        const tr3b = await pay(t, m, q3b.id);
+        assert.equal(tr3b.statusCode, 201, tr3b.body);
+        assert.equal(tr3b.json().sandbox, true);
+        await setMode('live');
 
         const q4 = await quote(t, m, w.id);
         const put = (status: string) =>
@@ -551,11 +567,19 @@ describeEachStore(
         const here = await pay(t, m, q5.id);
         assert.equal(here.statusCode, 409, here.body);
         assert.deepEqual([here.json().type, here.json().transferId], ['QUOTE_ALREADY_USED', q5.transfer_id]);
+        // A refusal is never given from memory: paid there first, then here for a product it does not offer, it is still "used".
+        // (The quote refused above is paid first: that read lets this instance remember the merchant again.)
+        assert.equal((await pay(t, m, q4.id)).statusCode, 201);
+        const q6 = await quote(t, m, w.id);
+        assert.equal((await pay(other, m, q6.id)).statusCode, 201);
+        const wrong = await t.as(m, { method: 'POST', url: '/transfer', payload: transferBody(q6.id, { productKey: 'no_such_product' }) });
+        assert.equal(wrong.statusCode, 409, wrong.body);
+        assert.deepEqual([wrong.json().type, wrong.json().transferId], ['QUOTE_ALREADY_USED', q6.transfer_id]);
 
         const { balance, entries } = await money(t, m);
-        assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 5, 'the first transfer, tr1, tr2, tr3 and q5 once');
-        assert.equal(balance, (5000 - 5 * 516).toFixed(2));
-        assert.equal(await countTransfers(t, m.merchantId), 5);
+        assert.equal(entries.filter((e) => e.kind === 'CHARGE').length, 9, 'the first transfer, tr1, tr1b, tr2, tr3, tr3b, q4, q5 and q6 once each');
+        assert.equal(balance, (5000 - 9 * 516).toFixed(2));
+        assert.equal(await countTransfers(t, m.merchantId), 9);
       } finally {
         await other.close();
       }
@@ -574,6 +598,8 @@ describeEachStore(
       };
       try {
         const { m, w } = await setup(t);
+        // With an endpoint, so the statement compares the endpoints' fingerprint remembered from the quote.
+        assert.equal((await t.as(m, { method: 'POST', url: '/webhook-endpoints', payload: { url: 'http://127.0.0.1:9/a' } })).statusCode, 201);
         await paidTransfer(t, m, w.id);
         assert.equal(reads, 1, "the merchant's first transfer here reads its quote (and the merchant)");
         const mine = await pay(t, m, (await quote(t, m, w.id)).id);

@@ -8,17 +8,19 @@ export interface RecentQuote {
 }
 
 /**
- * How many quotes an instance remembers for their payment: about 2 KB each, so 10 MB at most. At a
- * thousand quotes a second that is the last five seconds' worth; older quotes are read back when paid.
+ * How many unpaid quotes an instance remembers: about 2 KB each (more with non-Latin addresses, which V8
+ * keeps two bytes a character), so 10-15 MB at most. At a thousand quotes a second that is the last
+ * five seconds' worth; older quotes are read back when paid.
  */
 const KEPT = 5_000;
 
 /**
  * PostgreSQL: the quotes this instance wrote lately, so that their payment can skip reading the quote
  * back (a round trip, and about a tenth of the transfer's CPU: docs/benchmarks.md "Thirty-first pass").
- * Nothing here is trusted: the transfer's one statement checks, in the database, that the quote is
- * still pending and unexpired, its warehouse ACTIVE, and the merchant and its endpoints as remembered;
- * when one of them changed, nothing is written and the transfer reads it all afresh. Keyed by
+ * The quote's own columns never change once written, but nothing else here is trusted: the transfer's
+ * one statement checks, in the database, that the quote is still pending and unexpired, its warehouse
+ * ACTIVE, and the merchant and its endpoints as remembered; when one of them changed, nothing is written
+ * and the transfer reads it all afresh (as it does before refusing a quote planned from here). Keyed by
  * merchant and quote, so another merchant's request never finds it; taken once, oldest dropped first.
  */
 export class RecentQuotes {

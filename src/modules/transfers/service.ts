@@ -22,7 +22,6 @@ import type { RecentQuotes } from '../quotes/recent.ts';
 import { type ConsumedQuote, type EndpointTypes, type QuoteRow, quotesRepository } from '../quotes/repository.ts';
 import type { PickupSnapshot, StoredRequest } from '../quotes/service.ts';
 import type { PricedProduct } from '../tariffs/pricing.ts';
-import { warehousesRepository } from '../warehouses/repository.ts';
 import { endpointsTaking } from '../webhooks/repository.ts';
 import {
   type DeliveryFailureReason,
@@ -258,6 +257,7 @@ export class TransfersService {
           }
         : undefined;
     for (let attempt = 1; ; attempt++) {
+      const remembered = source !== undefined;
       if (!source) {
         const found = await quotesRepository.forTransfer(this.#db, merchantId, req.matchmakingId);
         if (found?.quote.status !== 'pending' || found.quote.expires_at <= now) {
@@ -266,7 +266,14 @@ export class TransfersService {
         this.#rememberMerchant(merchantId, { name: found.quote.merchant_name ?? '', mode: found.quote.merchant_mode ?? 'live' });
         source = found;
       }
-      const { transfer, event, price, ledger, insufficient } = this.#plan(merchantId, source.quote, req, now, person);
+      const plan = this.#planUnlessRemembered(remembered, merchantId, source.quote, req, now, person);
+      if (!plan) {
+        // Refused from memory (a product not offered, say): the quote may have been paid on another
+        // instance meanwhile, which answers first, so the refusal comes from a fresh read.
+        source = undefined;
+        continue;
+      }
+      const { transfer, event, price, ledger, insufficient } = plan;
       const endpointIds = endpointsTaking(source.endpoints, event.type);
       const deliveries = { ids: endpointIds.map(() => newId()), endpointIds };
       const planned = {
@@ -305,7 +312,8 @@ export class TransfersService {
         return row;
       }
       // Consumed by another request, expired, its warehouse disabled, or the merchant or its endpoints
-      // changed since the plan's source was read: nothing was written. Read it all again.
+      // changed since the plan's source was read: nothing was written. Read it all again. The merchant is
+      // forgotten only as this request found it (a read since then remembered a fresher one: kept).
       if (this.#merchants.get(merchantId) === merchant) this.#merchants.delete(merchantId);
       source = undefined;
       if (attempt >= 3) {
@@ -313,6 +321,16 @@ export class TransfersService {
           headers: { 'retry-after': '1' },
         });
       }
+    }
+  }
+
+  /** #plan, or undefined instead of its refusal when the quote was planned from memory. */
+  #planUnlessRemembered(remembered: boolean, merchantId: string, quote: ConsumedQuote, req: TransferRequest, now: number, person?: MerchantPerson) {
+    try {
+      return this.#plan(merchantId, quote, req, now, person);
+    } catch (err) {
+      if (remembered && err instanceof AppError) return undefined;
+      throw err;
     }
   }
 
@@ -392,10 +410,9 @@ export class TransfersService {
     }
     if (quote.status === 'consumed') return alreadyUsed(quote.transfer_id);
     if (quote.expires_at <= now) return new AppError('QUOTE_EXPIRED', `Quote ${quote.id} expired at ${iso(quote.expires_at)}; request new options`);
-    // Still pending: PostgreSQL's one statement consumes only while the quote's warehouse is ACTIVE.
-    const warehouse = await warehousesRepository.find(trx, merchantId, quote.warehouse_id);
-    if (warehouse?.status !== 'ACTIVE') return new AppError('WAREHOUSE_DISABLED', `Warehouse ${quote.warehouse_id} is DISABLED`);
-    return alreadyUsed(quote.transfer_id); // consumed by a transaction that committed after our statement began
+    // Still pending and unexpired: its callers ask only once a consume or a read found the quote missing, used or
+    // expired, so only a consume that committed after that statement began gets here.
+    return alreadyUsed(quote.transfer_id);
   }
 
   #newTransfer(
