@@ -381,7 +381,8 @@ describeEachStore(
   'a transfer sees what changed between its read of the quote and its write',
   (ctx, store) => {
     // PostgreSQL reads the quote, then writes in one statement a round trip later; SQLite reads and
-    // consumes in one statement under its write lock, so nothing can come between.
+    // consumes in one statement under its write lock, so nothing can come between. (A merchant's first
+    // payment on an instance always reads its quote, and setup() makes a new merchant for each test.)
     const skip = store === 'sqlite' ? 'SQLite reads and consumes the quote in one statement under its write lock' : false;
 
     /** Runs `change` right after the transfer's read of its quote, as another request would. */
