@@ -190,9 +190,10 @@ const consume = prepared<[string, string, number], ConsumedQuote>(
       ]) as never,
 );
 
-// PostgreSQL's transfer reads its quote before the one statement that consumes it: with the warehouse's
-// status, the merchant's name, mode and balance, and the merchant's enabled endpoints (one JSON array).
-// Its columns are spelled out, so it can be prepared once per connection (reusedStatement).
+// PostgreSQL's transfer reads its quote (unless this instance remembers it: RecentQuotes) before the one
+// statement that consumes it: with the warehouse's status, the merchant's name, mode and balance, and the
+// merchant's enabled endpoints (one JSON array) with their fingerprint. Its columns are spelled out, so
+// it can be prepared once per connection (reusedStatement).
 const FOR_TRANSFER =
   reusedStatement(`select ${QUOTE_COLUMNS.map((c) => `q.${c}`).join(', ')}, w.status as warehouse_status, m.name as merchant_name, m.mode as merchant_mode,
     m.balance as merchant_balance, ep.list as endpoints, ${ENDPOINTS_FP} as endpoints_fp
