@@ -41,7 +41,8 @@ describe('a payment finds its quote by its id', { skip: postgresOnly("the paymen
           readsOfQuotes.push(`${step['Node Type']} ${step['Index Name'] ?? ''}`.trim());
       }
     }
-    // The read of the quote before the statement, and the statement's consume: each by the primary key.
+    // The read of the quote before the statement (the merchant's first payment on this instance reads it),
+    // and the statement's consume: each by the primary key.
     assert.equal(readsOfQuotes.length, 2, readsOfQuotes.join('; '));
     for (const read of readsOfQuotes) assert.match(read, /^(Index Scan|Index Only Scan|Bitmap Index Scan) quotes_pkey$/, readsOfQuotes.join('; '));
 

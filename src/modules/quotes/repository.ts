@@ -135,7 +135,7 @@ const insertWithEvent = (withEndpoints: boolean, withOutcome: boolean) => {
     withEndpoints
       ? `select 1 from ${PRICED_FROM} and ${unchanged} and ${ENDPOINTS_FP} = $${AFTER_ROWS}`
       : `select 1 from ${WAREHOUSE_AND_TARIFF} ${THE_WAREHOUSE} and ${unchanged}
-  and not exists (select 1 from webhook_endpoints e where e.merchant_id = w.merchant_id and e.status = 'ENABLED')`
+  and ${endpointsUnchangedSql('w.merchant_id', undefined)}`
   }),
 q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) select ${placeholders(QUOTE_COLUMNS, QUOTE_FIRST)} from ok),
 e as (insert into events (${EVENT_COLUMNS.join(', ')}) select ${placeholders(EVENT_COLUMNS, EVENT_FIRST)} from ok

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { inTransaction, type RecordOutcome, withRetries } from '../../db/transaction.ts';
 import type { DB, Dialect } from '../../db/types.ts';
+import { rememberNewest } from '../../lib/bounded-map.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -163,7 +164,7 @@ export class QuotesService {
     for (let attempt = 1; ; attempt++) {
       const context = remembered ?? (await quotesRepository.contextOnPostgres(this.#db, merchantId, req.warehouseId));
       if (!context) throw new AppError('WAREHOUSE_NOT_FOUND', `No warehouse ${req.warehouseId}`);
-      if (!remembered) this.#remember(key, context);
+      if (!remembered) rememberNewest(this.#contexts, key, context, CONTEXTS_KEPT);
       let plan: QuotePlan | undefined;
       try {
         plan = await this.#plan(merchantId, context, req, person);
@@ -204,13 +205,6 @@ export class QuotesService {
       this.#recent?.remember({ row, endpoints: context.endpoints, endpointsFingerprint: context.fingerprint.endpoints });
     }
     return written;
-  }
-
-  /** At most CONTEXTS_KEPT contexts, the oldest remembered dropped first. */
-  #remember(key: string, context: FingerprintedContext): void {
-    this.#contexts.delete(key);
-    if (this.#contexts.size >= CONTEXTS_KEPT) this.#contexts.delete(this.#contexts.keys().next().value as string);
-    this.#contexts.set(key, context);
   }
 
   /**

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { afterCommit, inTransaction, isUniqueViolation, type RecordOutcome, withRetries } from '../../db/transaction.ts';
 import { type ActorType, type DB, type Db, type Dialect, type MerchantMode, TRANSFER_STATES, type TransferState } from '../../db/types.ts';
+import { rememberNewest } from '../../lib/bounded-map.ts';
 import { dispatchOutcome } from '../../lib/channels.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { csvRow, type ExportRange, exportRange } from '../../lib/csv.ts';
@@ -263,7 +264,8 @@ export class TransfersService {
         if (found?.quote.status !== 'pending' || found.quote.expires_at <= now) {
           throw await this.#whyNotConsumable(this.#db, merchantId, req.matchmakingId, now);
         }
-        this.#rememberMerchant(merchantId, { name: found.quote.merchant_name ?? '', mode: found.quote.merchant_mode ?? 'live' });
+        const read = { name: found.quote.merchant_name ?? '', mode: found.quote.merchant_mode ?? 'live' };
+        rememberNewest(this.#merchants, merchantId, read, MERCHANTS_KEPT);
         source = found;
       }
       const plan = this.#planUnlessRemembered(remembered, merchantId, source.quote, req, now, person);
@@ -332,13 +334,6 @@ export class TransfersService {
       if (remembered && err instanceof AppError) return undefined;
       throw err;
     }
-  }
-
-  /** At most MERCHANTS_KEPT merchants' names and modes, the oldest remembered dropped first. */
-  #rememberMerchant(merchantId: string, merchant: { name: string; mode: MerchantMode }): void {
-    this.#merchants.delete(merchantId);
-    if (this.#merchants.size >= MERCHANTS_KEPT) this.#merchants.delete(this.#merchants.keys().next().value as string);
-    this.#merchants.set(merchantId, merchant);
   }
 
   /**
