@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { inTransaction, type RecordOutcome, withRetries } from '../../db/transaction.ts';
-import type { DB, Dialect } from '../../db/types.ts';
+import type { DB, Dialect, WarehousesTable } from '../../db/types.ts';
 import { rememberNewest } from '../../lib/bounded-map.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -57,6 +57,30 @@ interface QuotePlan {
   quote: Quote;
   event: NewEvent;
   endpointIds: string[];
+}
+
+/**
+ * The pickup snapshot's JSON, once per warehouse row read: a PostgreSQL instance prices quote after quote from
+ * the same remembered context, so they share one string (parsing the metadata and writing the JSON again was
+ * about a fifth of #plan's own time, and RecentQuotes keeps a copy per quote otherwise).
+ */
+const pickups = new WeakMap<WarehousesTable, string>();
+function pickupJson(warehouse: WarehousesTable): string {
+  let json = pickups.get(warehouse);
+  if (json === undefined) {
+    const pickup: PickupSnapshot = {
+      name: warehouse.name,
+      address: warehouse.address,
+      lat: warehouse.lat,
+      lng: warehouse.lng,
+      locationMetadata: JSON.parse(warehouse.location_metadata),
+      contactPhone: warehouse.contact_phone,
+      contactEmail: warehouse.contact_email,
+    };
+    json = JSON.stringify(pickup);
+    pickups.set(warehouse, json);
+  }
+  return json;
 }
 
 /** How many warehouses' pricing contexts a PostgreSQL instance remembers (about 1 KB each). */
@@ -238,15 +262,6 @@ export class QuotesService {
         p.estimatedDeliveryAt = iso(e.deliveryAt ?? now);
       }
     }
-    const pickup: PickupSnapshot = {
-      name: warehouse.name,
-      address: warehouse.address,
-      lat: warehouse.lat,
-      lng: warehouse.lng,
-      locationMetadata: JSON.parse(warehouse.location_metadata),
-      contactPhone: warehouse.contact_phone,
-      contactEmail: warehouse.contact_email,
-    };
     const row: QuoteRow = {
       id: newId(),
       merchant_id: merchantId,
@@ -257,7 +272,7 @@ export class QuotesService {
       tariff_version: tariff.version,
       currency: this.#currency,
       request: JSON.stringify(request),
-      pickup: JSON.stringify(pickup),
+      pickup: pickupJson(warehouse),
       products: JSON.stringify(products),
       expires_at: now + this.#ttlMs,
       created_at: now,
