@@ -5,19 +5,21 @@
 // BENCH_DATABASE_URL / TEST_POSTGRES_URL / postgres://postgres@127.0.0.1:5432/test; LOG_LEVEL=warn, limits counted but never
 // reached) with its young generation held at 32 MiB (--semi: another size), so every scavenge stands for
 // that much allocated; autocannon loads it from a child process (50 connections), and the scavenges
-// counted during the load give KiB per answer (two runs agree within a scavenge or two). Beside it, the
-// time the collections paused the server and the server's CPU time, per answer: what a smaller young
+// counted during the load give KiB per answer (two runs agree within a scavenge or two). Beside it, what
+// the scavenges promoted to the old generation per answer (v8.GCProfiler: the old space's growth across
+// each scavenge), the time the collections paused the server and the server's CPU time, per answer: what a smaller young
 // generation costs (`--semi 16` against the default). The server keeps allocation sites young as `mds
 // serve` does (--pretenuring: V8's default instead). --heap takes a sampling heap profile
 // of the load instead and prints the sites that allocate most per answer (to /tmp/mds-ROW.heapprofile).
 // With taskset, the server is pinned to CPU 0 and the load to CPU 1.
-// ROW: warehouse-get | warehouse-list | transfer-get | transfer-list | no-token (the 401) | healthz
+// ROW: warehouse-get | warehouse-list | transfer-get | transfer-list | options (a quote) | no-token (the 401) | healthz
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { GCProfiler } from 'node:v8';
 import { parseArgs } from 'node:util';
 import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 
@@ -96,19 +98,21 @@ async function main(): Promise<void> {
   for (let i = 0; i < 50; i++) warehouses.push(await post('/warehouses', warehouseBody({ name: `W${i}` })));
   const transfers: string[] = [];
   for (let i = 0; i < 60; i++) transfers.push(await post('/transfer', transferBody(await post('/options', moscowQuoteBody(warehouses[0], i)))));
-  const paths: Record<string, [path: string, authorised: boolean, status: number]> = {
+  const paths: Record<string, [path: string, authorised: boolean, status: number, body?: string]> = {
     'warehouse-get': [`/warehouses/${warehouses[0]}`, true, 200],
     'warehouse-list': ['/warehouses', true, 200],
     'transfer-get': [`/transfer/${transfers[0]}`, true, 200],
     'transfer-list': ['/transfer?limit=50', true, 200],
+    options: ['/options', true, 201, JSON.stringify(moscowQuoteBody(warehouses[0], 0))],
     'no-token': [`/warehouses/${warehouses[0]}`, false, 401],
     healthz: ['/healthz', false, 200],
   };
 
-  const load = (path: string, authorised: boolean, seconds: number) =>
+  const load = (path: string, authorised: boolean, seconds: number, body?: string) =>
     new Promise<{ requests: { total: number }; non2xx: number; '4xx'?: number }>((resolve, reject) => {
       const args = [join(import.meta.dirname, '../node_modules/autocannon/autocannon.js'), '-j', '-c', '50', '-d', String(seconds)];
       if (authorised) args.push('-H', `authorization=${authorization}`);
+      if (body) args.push('-m', 'POST', '-H', 'content-type=application/json', '-b', body);
       args.push(`http://127.0.0.1:${port}${path}`);
       const child = hasTaskset
         ? spawn('taskset', ['-c', '1', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'ignore'] })
@@ -128,13 +132,13 @@ async function main(): Promise<void> {
 
   console.log(`Young generation: ${SEMI} MiB semi-spaces.\n`);
   console.log(
-    `| answer | answers | scavenges | ~KiB allocated per answer | GC pause µs per answer: scavenges + full collections | server CPU µs per answer |\n|---|---:|---:|---:|---:|---:|`,
+    `| answer | answers | scavenges | ~KiB allocated per answer | KiB promoted per answer | GC pause µs per answer: scavenges + full collections | server CPU µs per answer |\n|---|---:|---:|---:|---:|---:|---:|`,
   );
   for (const row of rows) {
     const entry = paths[row];
     if (!entry) throw new Error(`unknown row ${row}; rows: ${Object.keys(paths).join(', ')}`);
-    const [path, authorised, status] = entry;
-    await load(path, authorised, 2); // warm-up: compiled serializers, JIT
+    const [path, authorised, status, body] = entry;
+    await load(path, authorised, 2, body); // warm-up: compiled serializers, JIT
     let scavenges = 0;
     const paused = { scavenges: 0, other: 0 }; // ms
     const observer = new PerformanceObserver((list) => {
@@ -154,11 +158,13 @@ async function main(): Promise<void> {
         includeObjectsCollectedByMinorGC: true,
       });
     } else observer.observe({ entryTypes: ['gc'] });
+    const gcs = session ? undefined : new GCProfiler();
+    gcs?.start();
     const cpuBefore = process.cpuUsage();
-    const result = await load(path, authorised, Number(values.seconds));
+    const result = await load(path, authorised, Number(values.seconds), body);
     const cpu = process.cpuUsage(cpuBefore); // the load runs in a child: this is the server's
     const answers = result.requests.total;
-    const wrong = status === 200 ? result.non2xx : answers - (result['4xx'] ?? 0);
+    const wrong = status < 300 ? result.non2xx : answers - (result['4xx'] ?? 0);
     if (wrong) throw new Error(`${row}: ${wrong} answers were not ${status}`);
     if (session) {
       const { profile } = await session.post('HeapProfiler.stopSampling');
@@ -169,9 +175,10 @@ async function main(): Promise<void> {
     } else {
       await new Promise((r) => setTimeout(r, 100)); // the last gc entries are delivered asynchronously
       observer.disconnect();
+      const promoted = promotedBytes(gcs?.stop());
       const perAnswer = (micros: number) => (micros / answers).toFixed(1);
       console.log(
-        `| ${row} | ${answers} | ${scavenges} | ${((scavenges * SEMI * 1024) / answers).toFixed(1)} | ${perAnswer(paused.scavenges * 1000)} + ${perAnswer(paused.other * 1000)} | ${perAnswer(cpu.user + cpu.system)} |`,
+        `| ${row} | ${answers} | ${scavenges} | ${((scavenges * SEMI * 1024) / answers).toFixed(1)} | ${(promoted / 1024 / answers).toFixed(2)} | ${perAnswer(paused.scavenges * 1000)} + ${perAnswer(paused.other * 1000)} | ${perAnswer(cpu.user + cpu.system)} |`,
       );
     }
   }
@@ -182,6 +189,15 @@ async function main(): Promise<void> {
     await admin.close();
   }
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Bytes the scavenges moved to the old generation: the old space's growth across each one. */
+function promotedBytes(profile: ReturnType<GCProfiler['stop']> | undefined): number {
+  const old = (stats: { heapSpaceStatistics: Array<{ spaceName: string; spaceUsedSize: number }> }) =>
+    stats.heapSpaceStatistics.find((s) => s.spaceName === 'old_space')?.spaceUsedSize ?? 0;
+  let bytes = 0;
+  for (const gc of profile?.statistics ?? []) if (gc.gcType === 'Scavenge') bytes += Math.max(0, old(gc.afterGC) - old(gc.beforeGC));
+  return bytes;
 }
 
 interface HeapNode {

@@ -132,22 +132,12 @@ class TimeoutSafeClient extends pg.Client {
     const last = args.length - 1;
     if (typeof args[last] === 'function') {
       args[last] = settled(timer, args[last]);
-      try {
-        return query.apply(this, args);
-      } catch (err) {
-        clearTimeout(timer); // refused before it was sent (no query text): no answer will come
-        throw err;
-      }
+      return query.apply(this, args);
     }
     // Asked for a promise (Kysely's statements): pg still gets a callback, and the promise is this one (see above).
     return new Promise((resolve, reject) => {
       args.push(settled(timer, (err, result) => (err ? reject(err) : resolve(result))));
-      try {
-        query.apply(this, args);
-      } catch (err) {
-        clearTimeout(timer);
-        reject(err);
-      }
+      query.apply(this, args);
     });
   }
 }
