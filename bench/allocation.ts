@@ -19,8 +19,8 @@ import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { GCProfiler } from 'node:v8';
 import { parseArgs } from 'node:util';
+import { GCProfiler } from 'node:v8';
 import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 
 const SEMI = Number(parseArgs({ options: { semi: { type: 'string', default: '32' } }, strict: false }).values.semi);
