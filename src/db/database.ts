@@ -136,8 +136,12 @@ class TimeoutSafeClient extends pg.Client {
     }
     // Asked for a promise (Kysely's statements): pg still gets a callback, and the promise is this one (see above).
     return new Promise((resolve, reject) => {
-      args.push(settled(timer, (err, result) => (err ? reject(err) : resolve(result))));
-      query.apply(this, args);
+      try {
+        query.call(this, args[0], args[1], settled(timer, (err, result) => (err ? reject(err) : resolve(result))));
+      } catch (err) {
+        clearTimeout(timer); // refused before it was sent: no answer will come to clear it
+        reject(err);
+      }
     });
   }
 }
