@@ -136,8 +136,9 @@ class TimeoutSafeClient extends pg.Client {
     }
     // Asked for a promise (Kysely's statements): pg still gets a callback, and the promise is this one (see above).
     return new Promise((resolve, reject) => {
+      const answered = settled(timer, (err, result) => (err ? reject(err) : resolve(result)));
       try {
-        query.call(this, args[0], args[1], settled(timer, (err, result) => (err ? reject(err) : resolve(result))));
+        query.call(this, args[0], args[1], answered);
       } catch (err) {
         clearTimeout(timer); // refused before it was sent: no answer will come to clear it
         reject(err);
