@@ -60,27 +60,24 @@ interface QuotePlan {
 }
 
 /**
- * The pickup snapshot's JSON, once per warehouse row read: a PostgreSQL instance prices quote after quote from
- * the same remembered context, so they share one string (parsing the metadata and writing the JSON again was
- * about a fifth of #plan's own time, and RecentQuotes keeps a copy per quote otherwise).
+ * A pricing context as #plan uses it, with its pickup snapshot's JSON once written: a PostgreSQL instance prices
+ * quote after quote from one remembered context, so they share one string (parsing the metadata and writing the
+ * JSON again was about a fifth of #plan's own time, and RecentQuotes keeps a copy per quote otherwise).
  */
-const pickups = new WeakMap<WarehousesTable, string>();
+type PricingContext = QuoteContext & { pickupJson?: string };
+
+/** What a quote remembers of its warehouse (PickupSnapshot), as stored. */
 function pickupJson(warehouse: WarehousesTable): string {
-  let json = pickups.get(warehouse);
-  if (json === undefined) {
-    const pickup: PickupSnapshot = {
-      name: warehouse.name,
-      address: warehouse.address,
-      lat: warehouse.lat,
-      lng: warehouse.lng,
-      locationMetadata: JSON.parse(warehouse.location_metadata),
-      contactPhone: warehouse.contact_phone,
-      contactEmail: warehouse.contact_email,
-    };
-    json = JSON.stringify(pickup);
-    pickups.set(warehouse, json);
-  }
-  return json;
+  const pickup: PickupSnapshot = {
+    name: warehouse.name,
+    address: warehouse.address,
+    lat: warehouse.lat,
+    lng: warehouse.lng,
+    locationMetadata: JSON.parse(warehouse.location_metadata),
+    contactPhone: warehouse.contact_phone,
+    contactEmail: warehouse.contact_email,
+  };
+  return JSON.stringify(pickup);
 }
 
 /** How many warehouses' pricing contexts a PostgreSQL instance remembers (about 1 KB each). */
@@ -235,7 +232,7 @@ export class QuotesService {
    * The quote priced from its context: the row, its public form, its quote.created event and the
    * endpoints that take it. Throws the refusal for a disabled warehouse or a destination out of range.
    */
-  async #plan(merchantId: string, context: QuoteContext, req: QuoteRequest, person?: MerchantPerson): Promise<QuotePlan> {
+  async #plan(merchantId: string, context: PricingContext, req: QuoteRequest, person?: MerchantPerson): Promise<QuotePlan> {
     const { warehouse } = context;
     if (warehouse.status !== 'ACTIVE') throw new AppError('WAREHOUSE_DISABLED', `Warehouse ${warehouse.id} is DISABLED and cannot be quoted from`);
     const request: StoredRequest = { ...req, isFragile: req.isFragile ?? false, isPerishable: req.isPerishable ?? false };
@@ -262,6 +259,7 @@ export class QuotesService {
         p.estimatedDeliveryAt = iso(e.deliveryAt ?? now);
       }
     }
+    context.pickupJson ??= pickupJson(warehouse);
     const row: QuoteRow = {
       id: newId(),
       merchant_id: merchantId,
@@ -272,7 +270,7 @@ export class QuotesService {
       tariff_version: tariff.version,
       currency: this.#currency,
       request: JSON.stringify(request),
-      pickup: pickupJson(warehouse),
+      pickup: context.pickupJson,
       products: JSON.stringify(products),
       expires_at: now + this.#ttlMs,
       created_at: now,
