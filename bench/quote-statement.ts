@@ -14,6 +14,7 @@ import { moscowQuoteBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
 import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { directReads } from '../src/db/prepared.ts';
 import { postgresCpuMicros, postmasterOf } from './process-cpu.ts';
 
 const args = process.argv.slice(2);
@@ -38,17 +39,13 @@ async function capture(): Promise<{ sql: string; parameters: readonly unknown[] 
   const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'warn', TOKEN_SIGNING_KEYS: KEYS, DATABASE_URL: url });
   const database = openDatabase({ url, schema });
   let captured: { sql: string; parameters: readonly unknown[] } | undefined;
-  const executor = database.db.getExecutor();
-  const provideConnection = executor.provideConnection.bind(executor);
-  executor.provideConnection = (consumer) =>
-    provideConnection((connection) => {
-      const executeQuery = connection.executeQuery.bind(connection);
-      connection.executeQuery = (q) => {
-        if (q.sql.startsWith('with ok as')) captured = { sql: q.sql, parameters: q.parameters };
-        return executeQuery(q);
-      };
-      return consumer(connection);
-    });
+  // The quote's one statement goes straight to the pool (src/db/prepared.ts, statement()): taken there.
+  const direct = directReads.get(database.db);
+  if (!direct) throw new Error('no direct path to the pool: has src/db/database.ts changed?');
+  directReads.set(database.db, (sql, parameters) => {
+    if (sql.startsWith('with ok as')) captured = { sql, parameters };
+    return direct(sql, parameters);
+  });
   await migrateToLatest(database);
   const app = await buildApp({ config, database, signingKeys: parseSigningKeys(KEYS) });
   try {

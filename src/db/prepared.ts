@@ -1,4 +1,4 @@
-import type { Compilable, CompiledQuery, Kysely } from 'kysely';
+import { type Compilable, CompiledQuery, type Kysely } from 'kysely';
 import { reusedStatement } from './reused-statements.ts';
 import type { DB, Db } from './types.ts';
 
@@ -14,6 +14,18 @@ import type { DB, Db } from './types.ts';
  * readNow refuses anything that writes.
  */
 export const directReads = new WeakMap<object, (sql: string, parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined>();
+
+/**
+ * One statement whose text is written by hand (the PostgreSQL one-statement quote and payment, their reads):
+ * outside a transaction straight to the pool, as a compiled read goes (directReads), else through Kysely.
+ * Kysely's executor (a connection checked out and back, its promises and query objects) allocated about
+ * 7 of the 77 KiB a PostgreSQL quote allocates (docs/benchmarks.md "Thirty-third pass").
+ */
+export function statement<Row>(db: Db, sql: string, parameters: readonly unknown[]): Promise<Row[]> {
+  const rows = directReads.get(db)?.(sql, parameters);
+  if (rows) return Promise.resolve(rows as Row[] | Promise<Row[]>);
+  return db.executeQuery<Row>(CompiledQuery.raw(sql, [...parameters]) as CompiledQuery<Row>).then((r) => r.rows);
+}
 
 /** Stands for the i-th argument while the query is built once; replaced by the real value on every call. */
 class Slot {

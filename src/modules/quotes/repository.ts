@@ -1,5 +1,4 @@
-import { CompiledQuery } from 'kysely';
-import { insertRow, placeholders, prepared, rowValues } from '../../db/prepared.ts';
+import { insertRow, placeholders, prepared, rowValues, statement } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { Db, EventsTable, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
@@ -223,12 +222,9 @@ export const quotesRepository = {
 
   /** context() on PostgreSQL, with the fingerprints of the warehouse row and the endpoints it saw (one row, the endpoints as JSON). */
   async contextOnPostgres(db: Db, merchantId: string, warehouseId: string): Promise<FingerprintedContext | undefined> {
-    const result = await db.executeQuery(
-      CompiledQuery.raw(CONTEXT_ON_POSTGRES, [merchantId, warehouseId]) as CompiledQuery<
-        WarehousesTable & { tariff_version: number | null; endpoints: EndpointTypes[] | null; warehouse_fp: string; endpoints_fp: string }
-      >,
-    );
-    const row = result.rows[0];
+    const [row] = await statement<
+      WarehousesTable & { tariff_version: number | null; endpoints: EndpointTypes[] | null; warehouse_fp: string; endpoints_fp: string }
+    >(db, CONTEXT_ON_POSTGRES, [merchantId, warehouseId]);
     if (!row) return undefined;
     const { tariff_version, endpoints, warehouse_fp, endpoints_fp, ...warehouse } = row;
     return {
@@ -266,8 +262,8 @@ export const quotesRepository = {
     if (withEndpoints) parameters.push(context.fingerprint.endpoints, deliveries.ids, deliveries.endpointIds);
     if (outcome) parameters.push(...outcomeParameters(outcome), row.created_at);
     const text = INSERT_WITH_EVENT[withEndpoints ? 1 : 0][outcome ? 1 : 0];
-    const result = await db.executeQuery(CompiledQuery.raw(text, parameters) as CompiledQuery<{ written: number | string }>);
-    return Number(result.rows[0]?.written) === 1;
+    const [result] = await statement<{ written: number | string }>(db, text, parameters);
+    return Number(result?.written) === 1;
   },
 
   async find(db: Db, merchantId: string, id: string): Promise<QuoteRow | undefined> {
@@ -293,10 +289,7 @@ export const quotesRepository = {
     merchantId: string,
     id: string,
   ): Promise<{ quote: ConsumedQuote; endpoints: EndpointTypes[]; endpointsFingerprint: string } | undefined> {
-    const result = await db.executeQuery(
-      CompiledQuery.raw(FOR_TRANSFER, [merchantId, id]) as CompiledQuery<ConsumedQuote & { endpoints: EndpointTypes[] | null; endpoints_fp: string }>,
-    );
-    const row = result.rows[0];
+    const [row] = await statement<ConsumedQuote & { endpoints: EndpointTypes[] | null; endpoints_fp: string }>(db, FOR_TRANSFER, [merchantId, id]);
     if (!row) return undefined;
     const { endpoints, endpoints_fp, ...quote } = row;
     return { quote, endpoints: endpoints ?? [], endpointsFingerprint: endpoints_fp };

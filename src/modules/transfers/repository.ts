@@ -1,5 +1,5 @@
-import { CompiledQuery, type Transaction } from 'kysely';
-import { definedColumns, everyColumn, insertRow, placeholders, prepared, rowValues } from '../../db/prepared.ts';
+import type { Transaction } from 'kysely';
+import { definedColumns, everyColumn, insertRow, placeholders, prepared, rowValues, statement } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { DB, Db, LedgerEntriesTable, MerchantMode, TransferState, TransfersTable } from '../../db/types.ts';
@@ -211,15 +211,12 @@ export const transfersRepository = {
     parameters.push(planned.merchantName, planned.merchantMode);
     const withEndpoints = planned.endpointsFingerprint !== undefined;
     if (withEndpoints) parameters.push(planned.endpointsFingerprint);
-    const result = await db.executeQuery(
-      CompiledQuery.raw(
-        createStatement(transferColumns, eventColumns, ledger !== undefined, outcome !== undefined, withEndpoints),
-        parameters,
-      ) as CompiledQuery<{
-        consumed: number | string;
-      }>,
+    const [result] = await statement<{ consumed: number | string }>(
+      db,
+      createStatement(transferColumns, eventColumns, ledger !== undefined, outcome !== undefined, withEndpoints),
+      parameters,
     );
-    return { consumed: Number(result.rows[0]?.consumed) === 1 };
+    return { consumed: Number(result?.consumed) === 1 };
   },
 
   async find(db: Db, merchantId: string, id: string): Promise<TransferRow | undefined> {
