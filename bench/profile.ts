@@ -38,7 +38,7 @@ if (schema) {
   await admin.close();
 }
 const database = openDatabase({ url: config.databaseUrl, schema, preparedStatements: process.env.PROFILE_PREPARED_STATEMENTS !== 'false' });
-// Every statement the app sends goes through a connection the executor provides: count them there.
+// Statements sent through Kysely go through a connection its executor provides: count them there.
 let statements = 0;
 const counted = new WeakSet<object>();
 const executor = database.db.getExecutor();
@@ -55,7 +55,8 @@ executor.provideConnection = (consumer) =>
     }
     return consumer(connection);
   });
-// Compiled reads on a free SQLite connection skip the executor (src/db/prepared.ts): count them too.
+// Statements sent outside a transaction skip the executor (directReads in src/db/prepared.ts: compiled reads on
+// a free SQLite connection; on PostgreSQL compiled statements and sendStatement's): count them too.
 const direct = directReads.get(database.db);
 if (direct) {
   directReads.set(database.db, (sql, parameters) => {

@@ -39,7 +39,7 @@ async function capture(): Promise<{ sql: string; parameters: readonly unknown[] 
   const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'warn', TOKEN_SIGNING_KEYS: KEYS, DATABASE_URL: url });
   const database = openDatabase({ url, schema });
   let captured: { sql: string; parameters: readonly unknown[] } | undefined;
-  // The quote's one statement goes straight to the pool (src/db/prepared.ts, statement()): taken there.
+  // The quote's one statement goes straight to the pool (sendStatement in src/db/prepared.ts): taken there.
   const direct = directReads.get(database.db);
   if (!direct) throw new Error('no direct path to the pool: has src/db/database.ts changed?');
   directReads.set(database.db, (sql, parameters) => {

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { moscowQuoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { insertRow, prepared } from '../src/db/prepared.ts';
+import { insertRow, prepared, sendStatement } from '../src/db/prepared.ts';
 import type { Db } from '../src/db/types.ts';
 import { createMerchant, openStore } from './helpers/server-process.ts';
 import { connectionsProvided, createStore, postgresOnly } from './helpers/stores.ts';
@@ -120,6 +120,33 @@ test('a compiled read on PostgreSQL: from the pool outside a transaction, on its
   assert.deepEqual(await values(database.db), ['a', 'b']);
   await db.schema.dropTable('t').execute();
   await assert.rejects(values(database.db), { code: '42P01' }, "the database's error, as through Kysely");
+});
+
+// A statement sent straight to the pool that fails gives its connection back as Kysely would: a payment the
+// balance cannot cover is refused by its one statement failing on purpose, and a merchant retrying it must
+// not cost the service a new connection (and its statements prepared again) each time. One connection in the
+// pool, so the session asked before and after is the one that ran them.
+test('a statement that fails outside a transaction keeps its PostgreSQL connection (an unaffordable payment)', {
+  skip: postgresOnly('the pool'),
+}, async (t) => {
+  const store = await createStore('postgres');
+  const access = await openStore(store.env, 1);
+  t.after(async () => {
+    await access.close();
+    await store.cleanup();
+  });
+  const session = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(access.database.db)).rows[0]?.pid;
+  const m = await createMerchant(access, 'Short shop', '1');
+  const warehouse = await access.services.warehouses.create(m.merchantId, warehouseBody() as never);
+  const before = await session();
+  for (let i = 0; i < 3; i++) {
+    const quote = await access.services.quotes.create(m.merchantId, moscowQuoteBody(warehouse.id, i) as never);
+    await assert.rejects(access.services.transfers.create(m.merchantId, transferBody(quote.id) as never), { code: 'INSUFFICIENT_BALANCE' });
+  }
+  await assert.rejects(sendStatement(access.database.db, 'select 1 / 0', []), { code: '22012' }, "the database's error, as through Kysely");
+  assert.equal(await session(), before, 'the same connection throughout');
+  const balance = await access.database.db.selectFrom('merchants').select('balance').where('id', '=', m.merchantId).executeTakeFirstOrThrow();
+  assert.equal(balance.balance, 100, 'nothing charged');
 });
 
 // A compiled statement goes named only when it spells out its columns: a `*` would change its result

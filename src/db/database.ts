@@ -183,8 +183,25 @@ function openPostgres(opts: DatabaseOptions): Database {
   pool.on('error', () => {}); // idle clients: already reported by their own listener
   pool.on('connect', (client) => client.on('error', (err) => opts.onPoolError?.(err)));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  // Compiled reads outside transactions: straight to the pool (a free connection, as Kysely would take).
-  directReads.set(db, (text, values) => pool.query(text, values as unknown[]).then((r) => r.rows));
+  // One statement outside a transaction (a compiled read, a hand-written write: src/db/prepared.ts), straight to
+  // a free connection, as Kysely would take it. The connection goes back as Kysely gives it back, also after the
+  // statement failed: a refusal the statement raises on purpose (the payment's unaffordable debit), a retried
+  // serialization failure or a lock timeout leave it usable, and pool.query would have closed it and made the
+  // next request connect and prepare again. One whose connection broke is dropped by the pool itself.
+  directReads.set(
+    db,
+    (text, values) =>
+      new Promise((resolve, reject) => {
+        pool.connect((connectError, client, release) => {
+          if (connectError || !client) return reject(connectError);
+          client.query(text, values as unknown[], (error: Error | undefined, result: pg.QueryResult) => {
+            release();
+            if (error) reject(error);
+            else resolve(result.rows);
+          });
+        });
+      }),
+  );
   const u = new URL(opts.url);
   const listeners = new Set<() => Promise<void>>();
   const channel = (name: string) =>

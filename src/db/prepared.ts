@@ -6,22 +6,23 @@ import type { DB, Db } from './types.ts';
  * Reads that need no connection from Kysely, by database (the root Kysely instance; a transaction is
  * another object and never found here). SQLite registers its driver's readNow, which runs a plain
  * query synchronously when the connection is free, exactly where Kysely would have run it (undefined:
- * it cannot now, Kysely runs it). PostgreSQL registers its pool's query, which takes any free
- * connection as Kysely's root database does. Either spares a hot read the executor's promises and
- * objects (~5.8 KiB a request, docs/benchmarks.md "Ninth pass"). A compiled write (the balance update,
- * an Idempotency-Key's claim) goes the same way on PostgreSQL, as one statement that commits by itself,
- * as it would through Kysely; the pool then discards a connection whose statement failed. SQLite's
- * readNow refuses anything that writes.
+ * it cannot now, Kysely runs it). PostgreSQL registers one statement on any free connection of its
+ * pool, given back as Kysely gives it back (src/db/database.ts). Either spares a hot read the executor's
+ * promises and objects (~5.8 KiB a request, docs/benchmarks.md "Ninth pass"). A compiled write (the
+ * balance update, an Idempotency-Key's claim) and a hand-written one (sendStatement) go the same way on
+ * PostgreSQL, as one statement that commits by itself, as it would through Kysely. SQLite's readNow
+ * refuses anything that writes.
  */
 export const directReads = new WeakMap<object, (sql: string, parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined>();
 
 /**
- * One statement whose text is written by hand (the PostgreSQL one-statement quote and payment, their reads):
- * outside a transaction straight to the pool, as a compiled read goes (directReads), else through Kysely.
+ * Sends one statement whose text is written by hand (the PostgreSQL one-statement quote and payment, their
+ * reads): outside a transaction straight to a pooled connection, as a compiled read goes (directReads), in a
+ * transaction through Kysely. Its errors are the driver's, without Kysely's caller stack appended.
  * Kysely's executor (a connection checked out and back, its promises and query objects) allocated about
  * 7 of the 77 KiB a PostgreSQL quote allocates (docs/benchmarks.md "Thirty-third pass").
  */
-export function statement<Row>(db: Db, sql: string, parameters: readonly unknown[]): Promise<Row[]> {
+export function sendStatement<Row>(db: Db, sql: string, parameters: readonly unknown[]): Promise<Row[]> {
   const rows = directReads.get(db)?.(sql, parameters);
   if (rows) return Promise.resolve(rows as Row[] | Promise<Row[]>);
   return db.executeQuery<Row>(CompiledQuery.raw(sql, [...parameters]) as CompiledQuery<Row>).then((r) => r.rows);

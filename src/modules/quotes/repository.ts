@@ -1,4 +1,4 @@
-import { insertRow, placeholders, prepared, rowValues, statement } from '../../db/prepared.ts';
+import { insertRow, placeholders, prepared, rowValues, sendStatement } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { Db, EventsTable, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
@@ -222,7 +222,7 @@ export const quotesRepository = {
 
   /** context() on PostgreSQL, with the fingerprints of the warehouse row and the endpoints it saw (one row, the endpoints as JSON). */
   async contextOnPostgres(db: Db, merchantId: string, warehouseId: string): Promise<FingerprintedContext | undefined> {
-    const [row] = await statement<
+    const [row] = await sendStatement<
       WarehousesTable & { tariff_version: number | null; endpoints: EndpointTypes[] | null; warehouse_fp: string; endpoints_fp: string }
     >(db, CONTEXT_ON_POSTGRES, [merchantId, warehouseId]);
     if (!row) return undefined;
@@ -262,7 +262,7 @@ export const quotesRepository = {
     if (withEndpoints) parameters.push(context.fingerprint.endpoints, deliveries.ids, deliveries.endpointIds);
     if (outcome) parameters.push(...outcomeParameters(outcome), row.created_at);
     const text = INSERT_WITH_EVENT[withEndpoints ? 1 : 0][outcome ? 1 : 0];
-    const [result] = await statement<{ written: number | string }>(db, text, parameters);
+    const [result] = await sendStatement<{ written: number | string }>(db, text, parameters);
     return Number(result?.written) === 1;
   },
 
@@ -289,7 +289,7 @@ export const quotesRepository = {
     merchantId: string,
     id: string,
   ): Promise<{ quote: ConsumedQuote; endpoints: EndpointTypes[]; endpointsFingerprint: string } | undefined> {
-    const [row] = await statement<ConsumedQuote & { endpoints: EndpointTypes[] | null; endpoints_fp: string }>(db, FOR_TRANSFER, [merchantId, id]);
+    const [row] = await sendStatement<ConsumedQuote & { endpoints: EndpointTypes[] | null; endpoints_fp: string }>(db, FOR_TRANSFER, [merchantId, id]);
     if (!row) return undefined;
     const { endpoints, endpoints_fp, ...quote } = row;
     return { quote, endpoints: endpoints ?? [], endpointsFingerprint: endpoints_fp };

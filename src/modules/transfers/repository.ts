@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import { definedColumns, everyColumn, insertRow, placeholders, prepared, rowValues, statement } from '../../db/prepared.ts';
+import { definedColumns, everyColumn, insertRow, placeholders, prepared, rowValues, sendStatement } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { DB, Db, LedgerEntriesTable, MerchantMode, TransferState, TransfersTable } from '../../db/types.ts';
@@ -211,7 +211,7 @@ export const transfersRepository = {
     parameters.push(planned.merchantName, planned.merchantMode);
     const withEndpoints = planned.endpointsFingerprint !== undefined;
     if (withEndpoints) parameters.push(planned.endpointsFingerprint);
-    const [result] = await statement<{ consumed: number | string }>(
+    const [result] = await sendStatement<{ consumed: number | string }>(
       db,
       createStatement(transferColumns, eventColumns, ledger !== undefined, outcome !== undefined, withEndpoints),
       parameters,
