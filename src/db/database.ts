@@ -194,11 +194,16 @@ function openPostgres(opts: DatabaseOptions): Database {
       new Promise((resolve, reject) => {
         pool.connect((connectError, client, release) => {
           if (connectError || !client) return reject(connectError);
-          client.query(text, values as unknown[], (error: Error | undefined, result: pg.QueryResult) => {
-            release();
-            if (error) reject(error);
-            else resolve(result.rows);
-          });
+          try {
+            client.query(text, values as unknown[], (error: Error | undefined, result: pg.QueryResult) => {
+              release();
+              if (error) reject(error);
+              else resolve(result.rows);
+            });
+          } catch (error) {
+            release(error as Error); // refused before it was sent (as pool.query does): the pool drops that client
+            reject(error);
+          }
         });
       }),
   );
