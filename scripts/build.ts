@@ -49,7 +49,11 @@ utimesSync(stamp, started, started);
  * files each) held 16 MiB of idle RSS that one module with the same code does not (137 -> 121 MiB).
  * The CommonJS packages (fastify, pg, ajv, pino...) stay in node_modules: bundled as well, they saved
  * nothing measurable, and some find files beside themselves. Whitespace and comments go (an ASCII-only
- * source is stored at one byte per character); names stay, for stack traces.
+ * source is stored at one byte per character); identifiers are not minified, so stack traces keep their
+ * names, except where two modules' top-level names collide and esbuild numbers one (FromType2). Without
+ * keepNames: it wrapped every named function and arrow, the ones made per request too, in a call that
+ * redefines its `name` (1 979 sites), to keep only those numbered names exact; nothing reads them
+ * (docs/benchmarks.md "Thirty-fourth pass").
  */
 async function bundle(): Promise<void> {
   const inlined = new Set(['typebox', 'kysely', 'jose', 'uuid', 'otpauth', 'eta']);
@@ -92,7 +96,6 @@ async function bundle(): Promise<void> {
     format: 'esm',
     platform: 'node',
     target: 'node24',
-    keepNames: true,
     minifyWhitespace: true,
     legalComments: 'external',
     logLevel: 'warning',
