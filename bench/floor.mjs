@@ -10,6 +10,9 @@
 //   POST /contract/transfer  the same for a payment: the quote consumed (pending and unexpired, by the
 //                            body's matchmakingId), the merchant's balance debited, the CHARGE ledger
 //                            entry, the transfer and its transfer.created event, all or nothing
+//   POST /work/options       PostgreSQL: /contract/options plus the work the contract asks of a quote that it leaves
+//                            out (bench/contract-work.mjs: validation, pricing, ids, the write's checks), for
+//                            bench/quote-floors.ts; not a row of npm run bench
 // The /contract rows copy the newest rows the service wrote (the bench runs them after the service's own
 // rows) with new ids, codes and times: the same columns, sizes, constraints and indexes, written with
 // statements prepared once (one round trip on PostgreSQL). They do the per-request guarantees the guarded
@@ -386,7 +389,42 @@ function contractOnPostgres(pool) {
         1 / (case when exists (select 1 from c) and not exists (select 1 from d) then 0 else 1 end) as balance_guard`;
     return { t, details: JSON.parse(t.transfer.details), ttlMs, text, params };
   });
+  // The quote with the work the contract asks of it (bench/contract-work.mjs): validated, priced, time-ordered
+  // ids, and written only if the warehouse's row version (as the service checks it), the tariff version in force
+  // and the merchant's (absent) endpoints are still those it was priced from.
+  const workPlan = once(async () => {
+    const [t, typeOf] = [await templates(one, 'quote'), await types()];
+    const params = [
+      ['quote', 'merchant_id'],
+      ['quote', 'warehouse_id'],
+      ['args', 'tariffVersion'],
+      ['args', 'version'],
+    ];
+    const scoped = { merchant_id: '$1::text', warehouse_id: '$2::text' };
+    const text = `with ok as (select 1 from warehouses w cross join lateral (select max(version) as version from tariffs) tv
+        where w.merchant_id = $1::text and w.id = $2::text and w.status = 'ACTIVE' and w.xmin::text = $4::text and tv.version is not distinct from $3::bigint
+        and not exists (select 1 from webhook_endpoints e where e.merchant_id = $1::text and e.status = 'ENABLED')),
+      q as (${insert(typeOf, params, 'quotes', 'quote', t.quote, scoped, ' from ok')})
+      ${insert(typeOf, params, 'events', 'quoteEvent', t.quoteEvent, { merchant_id: '$1::text' }, ' from ok')}`;
+    // Imported here, at the first /work request, so that the floor's idle memory (npm run bench's memory floor) stays without it.
+    const { contractWork } = await import('./contract-work.mjs');
+    const work = await contractWork(one);
+    return { t, text, params, work };
+  });
   return {
+    work: async (merchantId, body, reply) => {
+      const { t, text, params, work } = await workPlan();
+      const request = work.validQuote(body);
+      if (!request) return reply.code(400).type(PROBLEM_TYPE).send({ type: 'VALIDATION_FAILED', status: 400 });
+      const w = await work.warehouse(merchantId, request.warehouseId);
+      if (!w) return reply.code(404).type(PROBLEM_TYPE).send({ type: 'WAREHOUSE_NOT_FOUND', status: 404 });
+      const now = Date.now();
+      const { quote, row, event } = work.priced(merchantId, w, request, now, t);
+      const args = { tariffVersion: work.tariffVersion, version: w.version };
+      const r = await pool.query({ name: 'work-options', text, values: valuesOf(params, { quote: row, quoteEvent: event, args }) });
+      if (r.rowCount !== 1) return reply.code(409).type(PROBLEM_TYPE).send({ type: 'CHANGED', status: 409 });
+      return reply.code(201).type(JSON_TYPE).send(JSON.stringify(quote));
+    },
     options: async (merchantId, warehouseId) => {
       const { t, parts, text, params } = await quotePlan();
       const rows = fresh(t, Date.now(), merchantId, warehouseId);
@@ -446,6 +484,12 @@ const contractRoute = (path, write, field, refusal) =>
     if (!answer) return reply.code(refusal.status).type(PROBLEM_TYPE).send(refusal);
     return reply.code(201).type(JSON_TYPE).send(answer);
   });
+app.post('/work/options', async (req, reply) => {
+  if (!store.contract.work) return reply.code(501).send({ type: 'PostgreSQL only' });
+  const merchantId = guard(req, reply);
+  if (!merchantId) return reply;
+  return store.contract.work(merchantId, req.body, reply);
+});
 contractRoute('/contract/options', store.contract.options, 'warehouseId', { type: 'WAREHOUSE_NOT_FOUND', status: 404 });
 contractRoute('/contract/transfer', store.contract.transfer, 'matchmakingId', { type: 'QUOTE_ALREADY_USED', status: 409 });
 
