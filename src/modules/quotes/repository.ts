@@ -17,7 +17,7 @@ export interface QuoteContext {
 }
 
 /**
- * PostgreSQL's context also carries fingerprints of what it read (the warehouse row's version, the endpoints), so
+ * PostgreSQL's context also carries fingerprints of what it read (the warehouse row, the endpoints), so
  * that a quote priced from a remembered context is written only if they still hold: see
  * insertWithEventOnPostgres.
  */
@@ -70,11 +70,7 @@ const THE_WAREHOUSE = 'where w.merchant_id = $1 and w.id = $2';
 const PRICED_FROM = `${WAREHOUSE_AND_TARIFF}
   cross join lateral ${ENABLED_ENDPOINTS('w.merchant_id')} ep
   ${THE_WAREHOUSE}`;
-// The warehouse row's version: the id of the transaction that last wrote it (every UPDATE writes a new
-// version with a new xmin, whatever it changed). md5(w::text), which it replaces, cost the quote's statement
-// about 10-14 µs of the database's CPU (docs/benchmarks.md "Thirty-fourth pass"). A version written again
-// unchanged only makes the next quote read its context again.
-const WAREHOUSE_FP = 'w.xmin::text';
+const WAREHOUSE_FP = 'md5(w::text)';
 const ENDPOINTS_FP = "md5(coalesce(ep.list::text, ''))";
 /**
  * SQL that holds when merchant `merchant`'s enabled endpoints are still those fingerprinted `fingerprint`
