@@ -102,7 +102,7 @@ export async function contractWork(one) {
         shown[key] = publicProduct(p);
       }
       const [id, transferId, eventId] = [newId(), newId(), newId()];
-      const expiresAt = now + 15 * 60_000;
+      const expiresAt = now + (Number(t.quote.expires_at) - Number(t.quote.created_at)); // the service's quote lifetime
       const row = {
         ...t.quote,
         id,

@@ -37,7 +37,6 @@ const url = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:543
 const schema = `quote_floors_${process.pid}`;
 const admin = new pg.Client({ connectionString: url });
 await admin.connect();
-await admin.query(`create schema ${schema}`);
 const postmaster = postmasterOf((await admin.query('select pg_backend_pid() as pid')).rows[0].pid);
 if (postmaster === undefined) throw new Error('the PostgreSQL server is not visible from here (/proc): its CPU cannot be read');
 const env: NodeJS.ProcessEnv = {
@@ -55,8 +54,10 @@ const env: NodeJS.ProcessEnv = {
 if (!freshBuild(join(import.meta.dirname, '..'), env))
   console.log('WARNING: dist/ is older than src/: the service runs the TypeScript sources; run npm run build first');
 let floor: ChildProcess | undefined;
-const service = startServer({ env, readyTimeoutMs: 60_000 });
+let service: ReturnType<typeof startServer> | undefined;
 try {
+  await admin.query(`create schema ${schema}`);
+  service = startServer({ env, readyTimeoutMs: 60_000 });
   const mds = async (cliArgs: string[]) => {
     const r = await runMds(cliArgs, env);
     if (r.code !== 0) throw new Error(`mds ${cliArgs.join(' ')}: ${r.stderr}`);
@@ -152,11 +153,11 @@ try {
   };
   console.log('\n| paired req/s ratio, median (range) | |\n|---|---:|');
   console.log(`| (floor + guarantees + the work) ÷ (floor + guarantees): what the left-out work costs | ${ratio(targets[2]!.name, targets[1]!.name)} |`);
-  console.log(`| service ÷ (floor + guarantees): npm run bench's bar (0.90) | ${ratio(targets[0]!.name, targets[1]!.name)} |`);
+  console.log(`| service ÷ (floor + guarantees): npm run bench's bar (0.90), here at 10 connections | ${ratio(targets[0]!.name, targets[1]!.name)} |`);
   console.log(`| service ÷ (floor + guarantees + the work): the service's own share | ${ratio(targets[0]!.name, targets[2]!.name)} |`);
 } finally {
   if (floor) await stopChild(floor);
-  await service.stop();
+  await service?.stop();
   await admin.query(`drop schema if exists ${schema} cascade`);
   await admin.end();
 }

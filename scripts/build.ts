@@ -50,9 +50,10 @@ utimesSync(stamp, started, started);
  * The CommonJS packages (fastify, pg, ajv, pino...) stay in node_modules: bundled as well, they saved
  * nothing measurable, and some find files beside themselves. Whitespace and comments go (an ASCII-only
  * source is stored at one byte per character); identifiers are not minified, so stack traces keep their
- * names, except where two modules' top-level names collide and esbuild numbers one (FromType2). Without
- * keepNames: it wrapped every named function and arrow, the ones made per request too, in a call that
- * redefines its `name` (1 979 sites), to keep only those numbered names exact; nothing reads them
+ * names, except where two modules' top-level names collide and esbuild numbers one (typebox's FromType2,
+ * the service's own render2 or loginPages2). Without keepNames: it wrapped every named function and arrow,
+ * the ones made per request too, in a call that redefines its `name` (1 979 sites), to keep only those
+ * numbered names exact. Nothing reads them; no class is numbered today, so no error's `name` changes
  * (docs/benchmarks.md "Thirty-fourth pass").
  */
 async function bundle(): Promise<void> {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -32,6 +32,29 @@ test('mds runs the compiled build only while it is newer than every source file,
   at(template, 1000);
   at(source, 3000);
   assert.equal(freshBuild(root, {}), false, 'a source edited after the build');
+});
+
+// The bundle is built without esbuild's keepNames (scripts/build.ts): a name that collides across modules is
+// numbered (render2) and a function's `name` says so. Harmless for functions; a numbered class would change
+// the `name` of its errors (jose sets this.name = this.constructor.name), so none may be numbered.
+/** Classes in bundled code whose name esbuild numbered: `class X2` or `var X2=class` (a name like Eta$1 is the library's own). */
+const numberedClasses = (code: string): string[] =>
+  [...code.matchAll(/\bclass ([A-Za-z_][\w]*?[A-Za-z_]\d+)\b|\bvar ([A-Za-z_][\w]*?[A-Za-z_]\d+)=class\b/g)].map((m) => m[1] ?? m[2] ?? '');
+
+test('the bundle numbers no class, so every error keeps the name its class gives it', {
+  skip: freshBuild(ROOT) ? false : 'dist/ is older than src/ here: npm run build (CI builds it at npm ci)',
+}, () => {
+  assert.deepEqual(numberedClasses('var ConfigError2=class extends Error{} class Job3 extends Base{} var Eta$1=class{} var ConfigError=class{}'), [
+    'ConfigError2',
+    'Job3',
+  ]);
+  const bundle = join(ROOT, 'dist', 'bundle');
+  const code = readdirSync(bundle)
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => readFileSync(join(bundle, f), 'utf8'))
+    .join('\n');
+  assert.match(code, /var AppError=class extends Error/, "the bundle holds the service's classes under their own names");
+  assert.deepEqual(numberedClasses(code), []);
 });
 
 // The bundle (scripts/build.ts) rewrites import.meta in the files that read what lies beside them: the
