@@ -57,13 +57,13 @@ let floor: ChildProcess | undefined;
 let service: ReturnType<typeof startServer> | undefined;
 try {
   await admin.query(`create schema ${schema}`);
-  service = startServer({ env, readyTimeoutMs: 60_000 });
   const mds = async (cliArgs: string[]) => {
     const r = await runMds(cliArgs, env);
     if (r.code !== 0) throw new Error(`mds ${cliArgs.join(' ')}: ${r.stderr}`);
     return r.stdout;
   };
   await mds(['migrate']);
+  service = startServer({ env, readyTimeoutMs: 60_000 });
   const base = await service.ready;
   pinToCpu(service.pid, 0);
   const { headers, warehouses } = await seedWarehouses(
