@@ -22,14 +22,15 @@
 // `--memory` (with --inside): the guarded read inside and the standalone floor's each answer from memory after
 // their first read (GUARDED_FROM_MEMORY=1, bench/guarded.mjs), so the store's cost and its noise are left out
 // and what is compared is the same work in the service's application or process against a process of its own.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { moscowQuoteBody, transferBody } from '../scripts/lib/fixtures.ts';
-import { freePort, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
+import { freePort, type ServerChild, startServer, stopChild } from '../scripts/lib/server-process.ts';
+import { startFloor } from './floors.ts';
 import { cpuMicros, pinToCpu } from './process-cpu.ts';
 import { mdsWith, seedWarehouses, sqliteBenchEnv } from './sqlite-instances.ts';
 import { median } from './tokens.ts';
@@ -121,18 +122,10 @@ async function measure(aEnv: Record<string, string>, bEnv: Record<string, string
       }
     }
     // The floor prints "ready" once it listens (as npm run bench waits for it).
-    const floorPort = await freePort();
-    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, join(import.meta.dirname, 'floor.mjs')], {
-      env: { ...env, PORT: String(floorPort), FLOOR_MERCHANT: warehouses[0].merchantId },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    floorChild = child;
-    await new Promise<void>((ok, fail) => {
-      child.once('exit', (code) => fail(new Error(`bench/floor.mjs exited (${code})`)));
-      child.stdout?.once('data', () => ok());
-    });
-    pin(child.pid as number, 0);
-    const floor = { base: `http://127.0.0.1:${floorPort}`, pid: child.pid as number };
+    const started = await startFloor(env, warehouses[0].merchantId);
+    floorChild = started.child;
+    pin(started.pid, 0);
+    const floor = { base: started.base, pid: started.pid };
     const path = args.row === 'get' ? `/warehouses/${warehouses[0].id}` : '/warehouses';
     const run = async (target: { base: string; pid: number }, p: string, seconds: number): Promise<Run> => {
       const before = cpuMicros(target.pid);

@@ -14,15 +14,16 @@
 // medians, and the paired ratios. Before the rounds it stops unless the two floors answer what the service
 // answers (the same fields, types and values but ids and times). BENCH_DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/test); the schema is dropped after.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { freshBuild } from '../bin/fresh-build.js';
 import { moscowQuoteBody } from '../scripts/lib/fixtures.ts';
-import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, startServer, stopChild } from '../scripts/lib/server-process.ts';
+import { freePort, runMds, SERVER_ENV, startServer, stopChild } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
+import { comparable, startFloor } from './floors.ts';
 import { cpuMicros, pinToCpu, postgresCpuMicros, postmasterOf } from './process-cpu.ts';
 import { seedWarehouses } from './sqlite-instances.ts';
 import { median } from './tokens.ts';
@@ -77,47 +78,26 @@ try {
   const first = await fetch(`${base}/options`, post);
   if (first.status !== 201) throw new Error(`POST /options answered ${first.status}: ${await first.text()}`);
 
-  const floorPort = await freePort();
-  floor = spawn(process.execPath, [...SERVER_NODE_FLAGS, join(import.meta.dirname, 'floor.mjs')], {
-    env: {
-      PATH: process.env.PATH,
-      ...SERVER_ENV,
-      DATABASE_URL: url,
-      DATABASE_SCHEMA: schema,
-      PORT: String(floorPort),
-      FLOOR_MERCHANT: warehouse.merchantId,
-      TOKEN_SIGNING_KEYS: env.TOKEN_SIGNING_KEYS,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const floorChild = floor;
-  await new Promise<void>((ok, fail) => {
-    floorChild.once('exit', (code) => fail(new Error(`bench/floor.mjs exited (${code})`)));
-    floorChild.stdout?.once('data', () => ok());
-  });
-  pinToCpu(floorChild.pid as number, 0);
-  const floorBase = `http://127.0.0.1:${floorPort}`;
+  const started = await startFloor(
+    { PATH: process.env.PATH, DATABASE_URL: url, DATABASE_SCHEMA: schema, TOKEN_SIGNING_KEYS: env.TOKEN_SIGNING_KEYS },
+    warehouse.merchantId,
+  );
+  floor = started.child;
+  pinToCpu(started.pid, 0);
+  const floorBase = started.base;
   const targets = [
     { name: 'service', base, path: '/options', pid: service.pid },
-    { name: 'floor + guarantees', base: floorBase, path: '/contract/options', pid: floorChild.pid as number },
-    { name: 'floor + guarantees + the work', base: floorBase, path: '/work/options', pid: floorChild.pid as number },
+    { name: 'floor + guarantees', base: floorBase, path: '/contract/options', pid: started.pid },
+    { name: 'floor + guarantees + the work', base: floorBase, path: '/work/options', pid: started.pid },
   ];
 
   // The same answer from each, but ids and times (key order aside), or the comparison means nothing.
   const VARYING = new Set(['id', 'transfer_id', 'event_id', 'expiresAt', 'estimatedPickupAt', 'estimatedDeliveryAt']);
-  const comparable = (v: unknown, key = ''): unknown => {
-    if (VARYING.has(key)) return typeof v;
-    if (Array.isArray(v)) return v.map((x) => comparable(x));
-    if (v === null || typeof v !== 'object') return v;
-    return Object.entries(v)
-      .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([k, x]) => [k, comparable(x, k)]);
-  };
   const answers = await Promise.all(targets.map(async (t) => ({ t, res: await fetch(t.base + t.path, post) })));
-  const expected = JSON.stringify(comparable(await answers[0]?.res.json()));
+  const expected = JSON.stringify(comparable(await answers[0]?.res.json(), VARYING));
   for (const { t, res } of answers.slice(1)) {
     const text = await res.text();
-    if (res.status !== 201 || JSON.stringify(comparable(JSON.parse(text))) !== expected)
+    if (res.status !== 201 || JSON.stringify(comparable(JSON.parse(text), VARYING)) !== expected)
       throw new Error(`${t.name} (${t.path}) does not answer what the service does: ${res.status} ${text}`);
   }
 

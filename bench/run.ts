@@ -20,8 +20,9 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { freshBuild } from '../bin/fresh-build.js';
 import { quoteBody, transferBody, warehouseBody } from '../scripts/lib/fixtures.ts';
-import { freePort, runMds, SERVER_ENV, SERVER_NODE_FLAGS, type ServerChild, startServer, stopChild, stopCommands } from '../scripts/lib/server-process.ts';
+import { freePort, runMds, type ServerChild, startServer, stopChild, stopCommands } from '../scripts/lib/server-process.ts';
 import { generateSigningKey } from '../src/modules/auth/signing-keys.ts';
+import { comparable, startFloor } from './floors.ts';
 import { seedGrowth } from './growth.ts';
 import { cpuMicros, pinToCpu, postgresCpuMicros, postmasterOf } from './process-cpu.ts';
 import { benchTokens, type MicroResult, tokensTable } from './tokens.ts';
@@ -877,27 +878,12 @@ async function main(): Promise<void> {
 
     // The floor (bench/floor.mjs): Fastify and the same single query, nothing else, on the same database and CPU.
     const merchantId = (await http(base, 'GET', `/warehouses/${warehouseId}`, undefined, auth.authorization.slice('Bearer '.length))).merchantId as string;
-    const floorPort = await freePort();
-    const floorChild = spawn(process.execPath, [...SERVER_NODE_FLAGS, join(import.meta.dirname, 'floor.mjs')], {
-      env: {
-        PATH: process.env.PATH,
-        ...SERVER_ENV,
-        ...storeHandle.env,
-        PORT: String(floorPort),
-        FLOOR_MERCHANT: merchantId,
-        TOKEN_SIGNING_KEYS: env.TOKEN_SIGNING_KEYS,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    running.add(floorChild);
-    await new Promise<void>((ok, fail) => {
-      floorChild.once('exit', (code) => fail(new Error(`bench/floor.mjs exited (${code})`)));
-      floorChild.stdout?.once('data', () => ok());
-    });
-    pin(floorChild.pid as number, SERVER_CPU);
+    const floor = await startFloor({ PATH: process.env.PATH, ...storeHandle.env, TOKEN_SIGNING_KEYS: env.TOKEN_SIGNING_KEYS }, merchantId);
+    running.add(floor.child);
+    pin(floor.pid, SERVER_CPU);
     await new Promise((r) => setTimeout(r, 1000));
-    const memFloor = memory(floorChild.pid as number).rss;
-    const floorTarget: Target = { base: `http://127.0.0.1:${floorPort}`, pid: floorChild.pid as number };
+    const memFloor = memory(floor.pid).rss;
+    const floorTarget: Target = { base: floor.base, pid: floor.pid };
     const floorRow = (key: string, title: string, request: Scenario['request'], expect = 200): Scenario => ({
       key: `floor-${key}`,
       title: `floor: ${title}`,
@@ -970,22 +956,18 @@ async function main(): Promise<void> {
       ...['id', 'transfer_id', 'event_id', 'matchmakingId', 'transferCode', 'trackingCode', 'trackingUrl', 'deliveryPin'],
       ...['expiresAt', 'estimatedPickupAt', 'estimatedDeliveryAt', 'paymentExpiresAt', 'createdAt', 'updatedAt', 'warehouseId', 'senderInfo'],
     ]);
-    /** v as compared: objects with their keys sorted, and where VARYING names the key, only the value's type. */
-    function comparable(v: unknown, key = ''): unknown {
-      if (VARYING.has(key)) return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
-      if (Array.isArray(v)) return v.map((x) => comparable(x));
-      if (v === null || typeof v !== 'object') return v;
-      return Object.entries(v)
-        .sort(([a], [b]) => (a < b ? -1 : 1))
-        .map(([k, x]) => [k, comparable(x, k)]);
-    }
     type Asked = { path: string; body: string; merchant?: Seeded };
     const sameAnswers = async (what: string, service: Asked, floor: Asked) => {
       const ask = (target: string, a: Asked) => fetch(target + a.path, { method: 'POST', headers: (a.merchant ?? first).json, body: a.body });
       const [mine, theirs] = [await ask(base, service), await ask(floorTarget.base, floor)];
       const [mineBody, theirsBody] = [await mine.json(), await theirs.json()];
       const missing = ['x-request-id', 'ratelimit-policy', 'ratelimit'].filter((h) => !theirs.headers.has(h));
-      if (mine.status !== 201 || theirs.status !== 201 || missing.length > 0 || JSON.stringify(comparable(mineBody)) !== JSON.stringify(comparable(theirsBody)))
+      if (
+        mine.status !== 201 ||
+        theirs.status !== 201 ||
+        missing.length > 0 ||
+        JSON.stringify(comparable(mineBody, VARYING)) !== JSON.stringify(comparable(theirsBody, VARYING))
+      )
         throw new Error(
           `bench/floor.mjs ${floor.path} does not answer what the service's ${what} does${missing.length ? ` (no ${missing.join(', ')})` : ''}:\n` +
             `floor ${theirs.status} ${JSON.stringify(theirsBody)}\nservice ${mine.status} ${JSON.stringify(mineBody)}`,
@@ -1084,7 +1066,7 @@ async function main(): Promise<void> {
       }
       paired[key] = { service: measured[0], floor: measured[1], guarded: measured[2] };
     }
-    await stopProcess(floorChild);
+    await stopProcess(floor.child);
     // The write rows added thousands of rows to the tables the next rows search. A production PostgreSQL's
     // autovacuum analyses a table once a tenth of it has changed; this machine's has autovacuum off (a CI
     // setting), and without statistics the planner guessed 14 rows for the merchant and sorted all of its
