@@ -5,7 +5,7 @@ import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config, DatabaseIsolation } from '../config.ts';
 import { allMigrations } from './migrations/index.ts';
-import { directReads } from './prepared.ts';
+import { directReads, directWrites } from './prepared.ts';
 import { reusedName } from './reused-statements.ts';
 import { NodeSqliteDialect, openSqlite, openSqliteReader } from './sqlite-dialect.ts';
 import type { DB, Dialect } from './types.ts';
@@ -188,24 +188,31 @@ function openPostgres(opts: DatabaseOptions): Database {
   // statement failed: a refusal the statement raises on purpose (the payment's unaffordable debit), a retried
   // serialization failure or a lock timeout leave it usable, and pool.query would have closed it and made the
   // next request connect and prepare again. One whose connection broke is dropped by the pool itself.
-  directReads.set(
-    db,
-    (text, values) =>
-      new Promise((resolve, reject) => {
+  const direct =
+    <T>(pick: (result: pg.QueryResult) => T) =>
+    (text: string, values: readonly unknown[]) =>
+      new Promise<T>((resolve, reject) => {
         pool.connect((connectError, client, release) => {
           if (connectError || !client) return reject(connectError);
           try {
             client.query(text, values as unknown[], (error: Error | undefined, result: pg.QueryResult) => {
               release();
               if (error) reject(error);
-              else resolve(result.rows);
+              else resolve(pick(result));
             });
           } catch (error) {
             release(error as Error); // refused before it was sent (as pool.query does): the pool drops that client
             reject(error);
           }
         });
-      }),
+      });
+  directReads.set(
+    db,
+    direct((result) => result.rows),
+  );
+  directWrites.set(
+    db,
+    direct((result) => result.rowCount ?? 0),
   );
   const u = new URL(opts.url);
   const listeners = new Set<() => Promise<void>>();

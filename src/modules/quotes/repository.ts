@@ -1,4 +1,4 @@
-import { insertRow, placeholders, prepared, rowValues, sendStatement } from '../../db/prepared.ts';
+import { insertRow, placeholders, prepared, rowValues, sendStatement, sendWrite } from '../../db/prepared.ts';
 import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { Db, EventsTable, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
@@ -125,31 +125,34 @@ const AFTER_ROWS = EVENT_FIRST + EVENT_COLUMNS.length;
  * from (the guard `ok`). Priced with no endpoints, the guard checks that there still are none, and there
  * are no deliveries to write: 15 % less database time a quote than the fingerprint of an empty list and
  * an empty insert (docs/benchmarks.md "Seventeenth pass"). With an outcome, also the Idempotency-Key's
- * response (as idempotencyRepository.complete stores it), written only with the quote.
+ * response (as idempotencyRepository.complete stores it), written only with the quote. Whether it wrote:
+ * without endpoints the event's insert is the statement itself, and its row count says (sendWrite); with
+ * them, the deliveries need the event's position, so it answers the count of the events it wrote.
  */
 const insertWithEvent = (withEndpoints: boolean, withOutcome: boolean) => {
   const outcomeFirst = withEndpoints ? AFTER_ROWS + 3 : AFTER_ROWS;
   const unchanged = `${WAREHOUSE_FP} = $3 and t.version is not distinct from $4::bigint`;
+  const insertEvent = `insert into events (${EVENT_COLUMNS.join(', ')}) select ${placeholders(EVENT_COLUMNS, EVENT_FIRST)} from ok`;
   return `with ok as (${
     withEndpoints
       ? `select 1 from ${PRICED_FROM} and ${unchanged} and ${ENDPOINTS_FP} = $${AFTER_ROWS}`
       : `select 1 from ${WAREHOUSE_AND_TARIFF} ${THE_WAREHOUSE} and ${unchanged}
   and ${endpointsUnchangedSql('w.merchant_id', undefined)}`
   }),
-q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) select ${placeholders(QUOTE_COLUMNS, QUOTE_FIRST)} from ok),
-e as (insert into events (${EVENT_COLUMNS.join(', ')}) select ${placeholders(EVENT_COLUMNS, EVENT_FIRST)} from ok
-  returning position, id, merchant_id, type, occurred_at)${
-    withEndpoints
-      ? `,
-d as (${deliveriesOfEventSql('e', `$${AFTER_ROWS + 1}`, `$${AFTER_ROWS + 2}`)})`
-      : ''
-  }${
+q as (insert into quotes (${QUOTE_COLUMNS.join(', ')}) select ${placeholders(QUOTE_COLUMNS, QUOTE_FIRST)} from ok)${
     withOutcome
       ? `,
 k as (${completeInStatementSql(outcomeFirst, `$${outcomeFirst + 5}`, 'exists (select 1 from ok)')})`
       : ''
-  }
-select count(*) as written from e`;
+  }${
+    withEndpoints
+      ? `,
+e as (${insertEvent} returning position, id, merchant_id, type, occurred_at),
+d as (${deliveriesOfEventSql('e', `$${AFTER_ROWS + 1}`, `$${AFTER_ROWS + 2}`)})
+select count(*) as written from e`
+      : `
+${insertEvent}`
+  }`;
 };
 /** insertWithEvent's four texts, by [with endpoints][with an outcome]. */
 const INSERT_WITH_EVENT = [
@@ -262,6 +265,7 @@ export const quotesRepository = {
     if (withEndpoints) parameters.push(context.fingerprint.endpoints, deliveries.ids, deliveries.endpointIds);
     if (outcome) parameters.push(...outcomeParameters(outcome), row.created_at);
     const text = INSERT_WITH_EVENT[withEndpoints ? 1 : 0][outcome ? 1 : 0];
+    if (!withEndpoints) return (await sendWrite(db, text, parameters)) === 1;
     const [result] = await sendStatement<{ written: number | string }>(db, text, parameters);
     return Number(result?.written) === 1;
   },
