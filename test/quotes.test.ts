@@ -190,6 +190,11 @@ describeEachStore('POST /options', (ctx, store) => {
       assert.equal(renamed.distanceMeters, 5_560, 'the same price as before the rename');
       const stored = await t.database.db.selectFrom('quotes').select('pickup').where('id', '=', renamed.id).executeTakeFirstOrThrow();
       assert.equal(JSON.parse(stored.pickup).name, 'Renamed', 'the pickup as the warehouse is now');
+      // Changed by hand, by no instance: PostgreSQL's write sees the row's new revision and reads it again.
+      await t.database.db.updateTable('warehouses').set({ name: 'Renamed by hand' }).where('id', '=', w.id).execute();
+      const byHand = await quote(t, m, w.id);
+      const storedByHand = await t.database.db.selectFrom('quotes').select('pickup').where('id', '=', byHand.id).executeTakeFirstOrThrow();
+      assert.equal(JSON.parse(storedByHand.pickup).name, 'Renamed by hand', 'the pickup as it was changed by hand');
 
       const doc = structuredClone(tariff.document);
       doc.products.standard.serviceFee = 9_900;
@@ -227,7 +232,7 @@ describeEachStore('POST /options', (ctx, store) => {
       assert.equal((await put({ status: 'ACTIVE', locationMetadata: WAREHOUSE_META })).statusCode, 200);
       assert.equal((await quote(t, m, w.id)).distanceMeters, 11_120, 'quoted again once ACTIVE');
       const all = await t.database.db.selectFrom('quotes').select('id').where('merchant_id', '=', m.merchantId).execute();
-      assert.equal(all.length, 9, 'one row per answered quote, none for the refusal');
+      assert.equal(all.length, 10, 'one row per answered quote, none for the refusal');
     } finally {
       await t.services.tariffs.set(tariff.document); // restore for the other tests of this suite
       await other.close();

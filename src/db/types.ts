@@ -52,6 +52,8 @@ export interface WarehousesTable {
   lng: number;
   created_at: number;
   updated_at: number;
+  /** Given by the database on every write (triggers, migration 018), never by the service; PostgreSQL's quote checks it. */
+  revision: Generated<string>;
 }
 
 export interface TariffsTable {

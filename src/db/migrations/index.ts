@@ -17,6 +17,7 @@ import { consoleNewest } from './014_console_newest.ts';
 import { merchantNewest } from './015_merchant_newest.ts';
 import { quoteRetention } from './016_quote_retention.ts';
 import { unusedQuoteExpiry } from './017_unused_quote_expiry.ts';
+import { warehouseRevision } from './018_warehouse_revision.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 export function allMigrations(dialect: Dialect): Record<string, Migration> {
@@ -38,5 +39,6 @@ export function allMigrations(dialect: Dialect): Record<string, Migration> {
     '2026-11-26-015-merchant-newest': merchantNewest(),
     '2026-11-29-016-quote-retention': quoteRetention(),
     '2026-11-29-017-unused-quote-expiry': unusedQuoteExpiry(),
+    '2026-11-30-018-warehouse-revision': warehouseRevision(dialect),
   };
 }

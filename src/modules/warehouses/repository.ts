@@ -1,7 +1,8 @@
 import { everyColumn, prepared } from '../../db/prepared.ts';
 import type { Db, WarehousesTable } from '../../db/types.ts';
 
-export type WarehouseRow = WarehousesTable;
+/** A warehouse as the service writes and answers it (its revision is the database's: see WarehousesTable). */
+export type WarehouseRow = Omit<WarehousesTable, 'revision'>;
 
 const COLUMNS = everyColumn<WarehouseRow>({
   id: true,
