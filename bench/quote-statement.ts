@@ -14,7 +14,7 @@ import { moscowQuoteBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
 import { migrateToLatest, openDatabase } from '../src/db/database.ts';
-import { directReads } from '../src/db/prepared.ts';
+import { directWrites } from '../src/db/prepared.ts';
 import { postgresCpuMicros, postmasterOf } from './process-cpu.ts';
 
 const args = process.argv.slice(2);
@@ -39,10 +39,10 @@ async function capture(): Promise<{ sql: string; parameters: readonly unknown[] 
   const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'warn', TOKEN_SIGNING_KEYS: KEYS, DATABASE_URL: url });
   const database = openDatabase({ url, schema });
   let captured: { sql: string; parameters: readonly unknown[] } | undefined;
-  // The quote's one statement goes straight to the pool (sendStatement in src/db/prepared.ts): taken there.
-  const direct = directReads.get(database.db);
+  // The quote's one statement goes straight to the pool (sendWrite in src/db/prepared.ts): taken there.
+  const direct = directWrites.get(database.db);
   if (!direct) throw new Error('no direct path to the pool: has src/db/database.ts changed?');
-  directReads.set(database.db, (sql, parameters) => {
+  directWrites.set(database.db, (sql, parameters) => {
     if (sql.startsWith('with ok as')) captured = { sql, parameters };
     return direct(sql, parameters);
   });
