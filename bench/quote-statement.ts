@@ -14,7 +14,7 @@ import { moscowQuoteBody, warehouseBody } from '../scripts/lib/fixtures.ts';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, parseSigningKeys } from '../src/config.ts';
 import { migrateToLatest, openDatabase } from '../src/db/database.ts';
-import { directWrites } from '../src/db/prepared.ts';
+import { directRowCount } from '../src/db/prepared.ts';
 import { postgresCpuMicros, postmasterOf } from './process-cpu.ts';
 
 const args = process.argv.slice(2);
@@ -40,9 +40,9 @@ async function capture(): Promise<{ sql: string; parameters: readonly unknown[] 
   const database = openDatabase({ url, schema });
   let captured: { sql: string; parameters: readonly unknown[] } | undefined;
   // The quote's one statement goes straight to the pool (sendWrite in src/db/prepared.ts): taken there.
-  const direct = directWrites.get(database.db);
+  const direct = directRowCount.get(database.db);
   if (!direct) throw new Error('no direct path to the pool: has src/db/database.ts changed?');
-  directWrites.set(database.db, (sql, parameters) => {
+  directRowCount.set(database.db, (sql, parameters) => {
     if (sql.startsWith('with ok as')) captured = { sql, parameters };
     return direct(sql, parameters);
   });

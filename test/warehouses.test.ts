@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { Kysely } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { allMigrations } from '../src/db/migrations/index.ts';
 import { describeEachStore, ISO_MS_RE, UUID_RE, warehouseBody } from './helpers/app.ts';
+import { createStore, STORES, withSchemaLock } from './helpers/stores.ts';
 
 describeEachStore(
   'warehouses',
@@ -374,3 +379,55 @@ describeEachStore('warehouses: tenant isolation', (ctx) => {
     assert.equal((await t.as(a, { method: 'GET', url: `/warehouses/${wa.id}` })).json().merchantId, a.merchantId);
   });
 });
+
+for (const store of STORES) {
+  test(`warehouses written before revisions existed get one each, all different, when the migration runs [${store}]`, async () => {
+    const s = await createStore(store);
+    const database = openDatabase({ url: s.url, schema: s.schema });
+    const lock = <T>(fn: () => Promise<T>) => (store === 'sqlite' ? fn() : withSchemaLock(fn));
+    try {
+      // Every migration before the one that adds the column, as a deployment of the previous release has.
+      const before = allMigrations(database.dialect);
+      const added = Object.keys(before).find((name) => name.endsWith('-warehouse-revision'));
+      assert.ok(added, 'the migration that adds warehouses.revision');
+      delete before[added];
+      const migrationTableSchema = s.schema;
+      const { error } = await lock(() =>
+        new Migrator({ db: database.db, provider: { getMigrations: async () => before }, migrationTableSchema }).migrateToLatest(),
+      );
+      assert.ifError(error);
+      const db = database.db as unknown as Kysely<any>;
+      await db.insertInto('merchants').values({ id: 'm1', name: 'Shop', balance: 0, mode: 'live', created_at: 1, updated_at: 1 }).execute();
+      const ids = ['w1', 'w2', 'w3'];
+      for (const id of ids) {
+        await db
+          .insertInto('warehouses')
+          .values({
+            id,
+            merchant_id: 'm1',
+            name: id,
+            status: 'ACTIVE',
+            address: 'A',
+            location_metadata: '{}',
+            lat: 55.75,
+            lng: 37.61,
+            created_at: 1,
+            updated_at: 1,
+          })
+          .execute();
+      }
+
+      await lock(() => migrateToLatest(database));
+      const rows = await database.db.selectFrom('warehouses').select(['id', 'revision']).orderBy('id').execute();
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        ids,
+      );
+      for (const r of rows) assert.match(r.revision, /^[0-9a-f]{32}$/, `${r.id}: ${r.revision}`);
+      assert.equal(new Set(rows.map((r) => r.revision)).size, ids.length, 'no two alike');
+    } finally {
+      await database.close();
+      await s.cleanup();
+    }
+  });
+}

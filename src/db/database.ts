@@ -5,7 +5,7 @@ import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config, DatabaseIsolation } from '../config.ts';
 import { allMigrations } from './migrations/index.ts';
-import { directReads, directWrites } from './prepared.ts';
+import { directReads, directRowCount } from './prepared.ts';
 import { reusedName } from './reused-statements.ts';
 import { NodeSqliteDialect, openSqlite, openSqliteReader } from './sqlite-dialect.ts';
 import type { DB, Dialect } from './types.ts';
@@ -210,7 +210,7 @@ function openPostgres(opts: DatabaseOptions): Database {
     db,
     direct((result) => result.rows),
   );
-  directWrites.set(
+  directRowCount.set(
     db,
     direct((result) => result.rowCount ?? 0),
   );

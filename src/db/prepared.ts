@@ -14,8 +14,8 @@ import type { DB, Db } from './types.ts';
  * refuses anything that writes.
  */
 export const directReads = new WeakMap<object, (sql: string, parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined>();
-/** PostgreSQL's direct path again, answering how many rows the statement wrote (its command's row count): see sendWrite. */
-export const directWrites = new WeakMap<object, (sql: string, parameters: readonly unknown[]) => Promise<number>>();
+/** PostgreSQL's direct path again, answering the command's row count instead of its rows: see sendWrite. */
+export const directRowCount = new WeakMap<object, (sql: string, parameters: readonly unknown[]) => Promise<number>>();
 
 /**
  * Sends one statement whose text is written by hand (the PostgreSQL one-statement quote and payment, their
@@ -31,13 +31,13 @@ export function sendStatement<Row>(db: Db, sql: string, parameters: readonly unk
 }
 
 /**
- * sendStatement for a statement whose last part is a write without RETURNING: resolves how many rows that
- * write wrote (the command's row count). A statement that answers a row only to say whether it wrote (a
- * `returning` read back by a `select count(*)`) cost PostgreSQL about 25 µs more CPU (docs/benchmarks.md
- * "Thirty-fifth pass").
+ * sendStatement for a statement that ends with an INSERT, UPDATE or DELETE without RETURNING (CTEs before it
+ * may write too): resolves how many rows that last write wrote (the command's row count; 0 for anything else
+ * through Kysely). A statement that answers a row only to say whether it wrote (a `returning` read back by a
+ * `select count(*)`) cost PostgreSQL about 25 µs more CPU (docs/benchmarks.md "Thirty-fifth pass").
  */
 export function sendWrite(db: Db, sql: string, parameters: readonly unknown[]): Promise<number> {
-  const direct = directWrites.get(db);
+  const direct = directRowCount.get(db);
   if (direct) return direct(sql, parameters);
   return db.executeQuery(CompiledQuery.raw(sql, [...parameters])).then((r) => Number(r.numAffectedRows ?? 0));
 }

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { inTransaction, type RecordOutcome, withRetries } from '../../db/transaction.ts';
-import type { DB, Dialect, WarehousesTable } from '../../db/types.ts';
+import type { DB, Dialect } from '../../db/types.ts';
 import { rememberNewest } from '../../lib/bounded-map.ts';
 import { type Clock, iso } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -14,7 +14,7 @@ import { distanceMetres, type PricedProduct, priceAll } from '../tariffs/pricing
 import type { TariffsService } from '../tariffs/service.ts';
 import { endpointsTaking } from '../webhooks/repository.ts';
 import type { RecentQuotes } from './recent.ts';
-import { type FingerprintedContext, type QuoteContext, type QuoteRow, quotesRepository } from './repository.ts';
+import { type FingerprintedContext, type PricedWarehouse, type QuoteContext, type QuoteRow, quotesRepository } from './repository.ts';
 import type { Quote, QuoteRequest } from './schemas.ts';
 
 /** What a quote remembers of its warehouse, so the transfer matches what was priced even if the warehouse is edited later. */
@@ -67,7 +67,7 @@ interface QuotePlan {
 type PricingContext = QuoteContext & { pickupJson?: string };
 
 /** What a quote remembers of its warehouse (PickupSnapshot), as stored. */
-function pickupJson(warehouse: WarehousesTable): string {
+function pickupJson(warehouse: PricedWarehouse): string {
   const pickup: PickupSnapshot = {
     name: warehouse.name,
     address: warehouse.address,

@@ -41,7 +41,7 @@ export const warehousesRepository = {
 
   async list(db: Db, merchantId: string, opts: { status?: string; afterId?: string; limit?: number }): Promise<WarehouseRow[]> {
     if (!opts.status && !opts.afterId) return opts.limit === undefined ? all.rows(db, merchantId) : firstPage.rows(db, merchantId, opts.limit);
-    let q = db.selectFrom('warehouses').selectAll().where('merchant_id', '=', merchantId);
+    let q = db.selectFrom('warehouses').select(COLUMNS).where('merchant_id', '=', merchantId);
     if (opts.status) q = q.where('status', '=', opts.status as WarehouseRow['status']);
     if (opts.afterId) q = q.where('id', '>', opts.afterId);
     if (opts.limit !== undefined) q = q.limit(opts.limit);
@@ -58,6 +58,6 @@ export const warehousesRepository = {
   },
 
   async update(db: Db, merchantId: string, id: string, changes: Omit<WarehouseRow, 'id' | 'merchant_id' | 'created_at'>): Promise<WarehouseRow | undefined> {
-    return db.updateTable('warehouses').set(changes).where('merchant_id', '=', merchantId).where('id', '=', id).returningAll().executeTakeFirst();
+    return db.updateTable('warehouses').set(changes).where('merchant_id', '=', merchantId).where('id', '=', id).returning(COLUMNS).executeTakeFirst();
   },
 };
