@@ -391,9 +391,8 @@ for (const store of STORES) {
       const added = Object.keys(before).find((name) => name.endsWith('-warehouse-revision'));
       assert.ok(added, 'the migration that adds warehouses.revision');
       delete before[added];
-      const migrationTableSchema = s.schema;
       const { error } = await lock(() =>
-        new Migrator({ db: database.db, provider: { getMigrations: async () => before }, migrationTableSchema }).migrateToLatest(),
+        new Migrator({ db: database.db, provider: { getMigrations: async () => before }, migrationTableSchema: s.schema }).migrateToLatest(),
       );
       assert.ifError(error);
       const db = database.db as unknown as Kysely<any>;

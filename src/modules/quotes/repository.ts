@@ -3,13 +3,14 @@ import { reusedStatement } from '../../db/reused-statements.ts';
 import type { StoredOutcome } from '../../db/transaction.ts';
 import type { Db, EventsTable, MerchantMode, QuotesTable, WarehousesTable } from '../../db/types.ts';
 import { completeInStatementSql, outcomeParameters } from '../idempotency/repository.ts';
+import { WAREHOUSE_COLUMNS, type WarehouseRow } from '../warehouses/repository.ts';
 import { deliveriesOfEventSql } from '../webhooks/repository.ts';
 
 export type QuoteRow = QuotesTable;
 
 /** What pricing a quote reads, in one statement: the warehouse, the tariff version in force, and who takes its event. */
 export interface QuoteContext {
-  warehouse: PricedWarehouse;
+  warehouse: WarehouseRow;
   /** The newest tariff version; null when none was ever set (the built-in default is in force). */
   tariffVersion: number | null;
   /** The merchant's enabled webhook endpoints, with the event types each takes (null: every type). */
@@ -32,10 +33,7 @@ export type EndpointTypes = { id: string; event_types: string | null };
 const endpointsOf = (rows: Array<{ endpoint_id: string | null; endpoint_event_types: string | null }>): EndpointTypes[] =>
   rows.flatMap((r) => (r.endpoint_id === null ? [] : [{ id: r.endpoint_id, event_types: r.endpoint_event_types }]));
 
-/** A warehouse as a quote is priced from it (its revision is the database's bookkeeping: see WAREHOUSE_FP). */
-export type PricedWarehouse = Omit<WarehousesTable, 'revision'>;
-
-type ContextRow = PricedWarehouse & { tariff_version: number | string | null; endpoint_id: string | null; endpoint_event_types: string | null };
+type ContextRow = WarehouseRow & { tariff_version: number | string | null; endpoint_id: string | null; endpoint_event_types: string | null };
 
 // SQLite's context read: one row per enabled endpoint of the merchant (one row with null endpoint columns
 // when it has none), each carrying the warehouse and the tariff version. PostgreSQL: contextOnPostgres.
@@ -43,7 +41,7 @@ const context = prepared<[string, string], ContextRow>((db, arg) =>
   db
     .selectFrom('warehouses as w')
     .leftJoin('webhook_endpoints as e', (join) => join.onRef('e.merchant_id', '=', 'w.merchant_id').on('e.status', '=', 'ENABLED'))
-    .selectAll('w')
+    .select(WAREHOUSE_COLUMNS.map((c) => `w.${c}` as const))
     .select((eb) => [
       eb
         .selectFrom('tariffs')
@@ -86,23 +84,7 @@ export const endpointsUnchangedSql = (merchant: string, fingerprint: string | un
   fingerprint === undefined
     ? `not exists (select 1 from webhook_endpoints e where e.merchant_id = ${merchant} and e.status = 'ENABLED')`
     : `(select ${ENDPOINTS_FP} from ${ENABLED_ENDPOINTS(merchant)} ep) = ${fingerprint}`;
-/** The warehouse's columns a quote is priced from: all but its revision, which the context carries as its fingerprint. */
-const PRICED_WAREHOUSE_COLUMNS = [
-  'id',
-  'merchant_id',
-  'name',
-  'name_int',
-  'status',
-  'address',
-  'contact_phone',
-  'contact_email',
-  'location_metadata',
-  'lat',
-  'lng',
-  'created_at',
-  'updated_at',
-] as const satisfies ReadonlyArray<keyof PricedWarehouse>;
-const CONTEXT_ON_POSTGRES = `select ${PRICED_WAREHOUSE_COLUMNS.map((c) => `w.${c}`).join(', ')}, t.version as tariff_version,
+const CONTEXT_ON_POSTGRES = `select ${WAREHOUSE_COLUMNS.map((c) => `w.${c}`).join(', ')}, t.version as tariff_version,
   ep.list as endpoints, ${WAREHOUSE_FP} as warehouse_fp, ${ENDPOINTS_FP} as endpoints_fp from ${PRICED_FROM}`;
 
 const QUOTE_COLUMNS = [
@@ -248,7 +230,7 @@ export const quotesRepository = {
   /** context() on PostgreSQL, with the fingerprints of the warehouse row and the endpoints it saw (one row, the endpoints as JSON). */
   async contextOnPostgres(db: Db, merchantId: string, warehouseId: string): Promise<FingerprintedContext | undefined> {
     const [row] = await sendStatement<
-      PricedWarehouse & { tariff_version: number | null; endpoints: EndpointTypes[] | null; warehouse_fp: string; endpoints_fp: string }
+      WarehouseRow & { tariff_version: number | null; endpoints: EndpointTypes[] | null; warehouse_fp: string; endpoints_fp: string }
     >(db, CONTEXT_ON_POSTGRES, [merchantId, warehouseId]);
     if (!row) return undefined;
     const { tariff_version, endpoints, warehouse_fp, endpoints_fp, ...warehouse } = row;

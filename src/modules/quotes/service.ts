@@ -12,9 +12,10 @@ import type { MerchantPerson } from '../events/schemas.ts';
 import { eventInserted, published } from '../outbox/outbox.ts';
 import { distanceMetres, type PricedProduct, priceAll } from '../tariffs/pricing.ts';
 import type { TariffsService } from '../tariffs/service.ts';
+import type { WarehouseRow } from '../warehouses/repository.ts';
 import { endpointsTaking } from '../webhooks/repository.ts';
 import type { RecentQuotes } from './recent.ts';
-import { type FingerprintedContext, type PricedWarehouse, type QuoteContext, type QuoteRow, quotesRepository } from './repository.ts';
+import { type FingerprintedContext, type QuoteContext, type QuoteRow, quotesRepository } from './repository.ts';
 import type { Quote, QuoteRequest } from './schemas.ts';
 
 /** What a quote remembers of its warehouse, so the transfer matches what was priced even if the warehouse is edited later. */
@@ -67,7 +68,7 @@ interface QuotePlan {
 type PricingContext = QuoteContext & { pickupJson?: string };
 
 /** What a quote remembers of its warehouse (PickupSnapshot), as stored. */
-function pickupJson(warehouse: PricedWarehouse): string {
+function pickupJson(warehouse: WarehouseRow): string {
   const pickup: PickupSnapshot = {
     name: warehouse.name,
     address: warehouse.address,

@@ -4,7 +4,8 @@ import type { Db, WarehousesTable } from '../../db/types.ts';
 /** A warehouse as the service writes and answers it (its revision is the database's: see WarehousesTable). */
 export type WarehouseRow = Omit<WarehousesTable, 'revision'>;
 
-const COLUMNS = everyColumn<WarehouseRow>({
+/** Every column of a warehouse row but its revision, the database's own (the quote's guard reads that one by name). */
+export const WAREHOUSE_COLUMNS = everyColumn<WarehouseRow>({
   id: true,
   merchant_id: true,
   name: true,
@@ -22,12 +23,14 @@ const COLUMNS = everyColumn<WarehouseRow>({
 
 // The reads behind GET /warehouses/{id} and GET /warehouses (a page, or everything), compiled once.
 const findOne = prepared<[string, string], WarehouseRow>((db, arg) =>
-  db.selectFrom('warehouses').select(COLUMNS).where('merchant_id', '=', arg(0)).where('id', '=', arg(1)),
+  db.selectFrom('warehouses').select(WAREHOUSE_COLUMNS).where('merchant_id', '=', arg(0)).where('id', '=', arg(1)),
 );
 const firstPage = prepared<[string, number], WarehouseRow>((db, arg) =>
-  db.selectFrom('warehouses').select(COLUMNS).where('merchant_id', '=', arg(0)).orderBy('id').limit(arg(1)),
+  db.selectFrom('warehouses').select(WAREHOUSE_COLUMNS).where('merchant_id', '=', arg(0)).orderBy('id').limit(arg(1)),
 );
-const all = prepared<[string], WarehouseRow>((db, arg) => db.selectFrom('warehouses').select(COLUMNS).where('merchant_id', '=', arg(0)).orderBy('id'));
+const all = prepared<[string], WarehouseRow>((db, arg) =>
+  db.selectFrom('warehouses').select(WAREHOUSE_COLUMNS).where('merchant_id', '=', arg(0)).orderBy('id'),
+);
 
 /** Every query is scoped to the merchant: a row of another merchant is indistinguishable from a missing one. */
 export const warehousesRepository = {
@@ -41,7 +44,7 @@ export const warehousesRepository = {
 
   async list(db: Db, merchantId: string, opts: { status?: string; afterId?: string; limit?: number }): Promise<WarehouseRow[]> {
     if (!opts.status && !opts.afterId) return opts.limit === undefined ? all.rows(db, merchantId) : firstPage.rows(db, merchantId, opts.limit);
-    let q = db.selectFrom('warehouses').select(COLUMNS).where('merchant_id', '=', merchantId);
+    let q = db.selectFrom('warehouses').select(WAREHOUSE_COLUMNS).where('merchant_id', '=', merchantId);
     if (opts.status) q = q.where('status', '=', opts.status as WarehouseRow['status']);
     if (opts.afterId) q = q.where('id', '>', opts.afterId);
     if (opts.limit !== undefined) q = q.limit(opts.limit);
@@ -58,6 +61,6 @@ export const warehousesRepository = {
   },
 
   async update(db: Db, merchantId: string, id: string, changes: Omit<WarehouseRow, 'id' | 'merchant_id' | 'created_at'>): Promise<WarehouseRow | undefined> {
-    return db.updateTable('warehouses').set(changes).where('merchant_id', '=', merchantId).where('id', '=', id).returning(COLUMNS).executeTakeFirst();
+    return db.updateTable('warehouses').set(changes).where('merchant_id', '=', merchantId).where('id', '=', id).returning(WAREHOUSE_COLUMNS).executeTakeFirst();
   },
 };
